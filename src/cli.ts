@@ -1,0 +1,76 @@
+import { ConfigError } from './config.js';
+import { scrub } from './logger.js';
+import { UsageError, type CommandModule } from './cli/command.js';
+
+/**
+ * The `qwn` command (INTERFACE §1). Each command lives in `src/cli/<name>.ts`, loaded only
+ * when used so that `qwn lookup` does not pay for BullMQ or Postgres.
+ */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
+  migrate: { summary: 'apply migrations/ to DATABASE_URL', load: () => import('./cli/migrate.js') },
+  seed: {
+    summary: 'make the subscribers of a seed file exist',
+    load: () => import('./cli/seed.js'),
+  },
+  poll: {
+    summary: 'poll --once: one whole cycle in the foreground',
+    load: () => import('./cli/poll.js'),
+  },
+  worker: { summary: 'the long-running service', load: () => import('./cli/worker.js') },
+  lookup: { summary: 'city lookup', load: () => import('./cli/lookup.js') },
+  top: { summary: 'popular cities', load: () => import('./cli/top.js') },
+  poi: { summary: 'POI search by name or by range', load: () => import('./cli/poi.js') },
+  warnings: { summary: 'warnings in force at a location', load: () => import('./cli/warnings.js') },
+  simulate: {
+    summary: 'run the built-in QWeather simulator',
+    load: () => import('./cli/simulate.js'),
+  },
+  demo: { summary: 'the whole pipeline on built-in defaults', load: () => import('./cli/demo.js') },
+  deliveries: { summary: 'list deliveries', load: () => import('./cli/deliveries.js') },
+  redeliver: { summary: 'send deliveries again', load: () => import('./cli/redeliver.js') },
+};
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
+  const lines = Object.entries(COMMANDS).map(
+    ([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`,
+  );
+  return ['usage: qwn <command> [options]', '', 'commands:', ...lines].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    console.log(usage());
+    return name ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    console.error(`qwn: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  const mod = await command.load();
+  try {
+    return await mod.run(rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`qwn ${name}: ${err.message}`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      console.error(`qwn ${name}: configuration error\n${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(`qwn: ${scrub(err instanceof Error ? err.message : String(err))}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,186 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import { z } from 'zod';
+
+/**
+ * The only reader of the environment (STYLE §1). Everything else receives a `Config`.
+ * A wrong value becomes one line naming the variable; all bad variables are reported at once.
+ */
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const httpUrl = z
+  .string()
+  .url('must be an absolute URL')
+  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL')
+  .transform((u) => u.replace(/\/+$/, ''));
+
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const envSchema = z.object({
+  DATABASE_URL: optional(
+    z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL'),
+  ),
+  REDIS_URL: optional(z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')),
+  QUEUE_PREFIX: optional(z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only')),
+  QWEATHER_API_URL: optional(httpUrl),
+  QWEATHER_GEO_URL: optional(httpUrl),
+  QWEATHER_API_KEY: optional(z.string().min(1)),
+  QWEATHER_KEY_TRANSPORT: optional(z.enum(['query', 'header'])),
+  QWEATHER_JWT_KEY_ID: optional(z.string().min(1)),
+  QWEATHER_JWT_PROJECT_ID: optional(z.string().min(1)),
+  QWEATHER_JWT_PRIVATE_KEY: optional(z.string().min(1)),
+  QWEATHER_ALERT_SOURCE: optional(z.enum(['v7', 'v1'])),
+  QWEATHER_QPM: optional(int(1, 1_000_000)),
+  QWEATHER_TIMEOUT_MS: optional(int(100, 120_000)),
+  WARNING_RANGE: optional(z.string().regex(/^[a-z]{2}$/, 'must be a two-letter country code')),
+  POLL_INTERVAL_SECONDS: optional(int(1, 86_400)),
+  CHECK_ALL_LISTED: optional(bool),
+  EXPIRE_AFTER_MISSES: optional(int(1, 100)),
+  CHECK_CONCURRENCY: optional(int(1, 1000)),
+  DELIVERY_CONCURRENCY: optional(int(1, 1000)),
+  SMTP_URL: optional(z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')),
+  MAIL_FROM: optional(z.string().min(3)),
+  WEBHOOK_ALLOW_PRIVATE: optional(bool),
+  WEBHOOK_TIMEOUT_MS: optional(int(100, 120_000)),
+  HTTP_PORT: optional(int(0, 65_535)),
+  LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
+});
+
+export interface JwtCredentials {
+  readonly keyId: string;
+  readonly projectId: string;
+  /** PKCS8 PEM text (read from the file when the variable held a path). */
+  readonly privateKeyPem: string;
+}
+
+export interface Config {
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string;
+  readonly queuePrefix: string;
+  readonly qweather: {
+    readonly apiUrl: string | undefined;
+    readonly geoUrl: string | undefined;
+    readonly apiKey: string | undefined;
+    readonly keyTransport: 'query' | 'header';
+    readonly jwt: JwtCredentials | undefined;
+    readonly alertSource: 'v7' | 'v1';
+    readonly qpm: number;
+    readonly timeoutMs: number;
+  };
+  readonly warningRange: string;
+  readonly pollIntervalSeconds: number;
+  readonly checkAllListed: boolean;
+  readonly expireAfterMisses: number;
+  readonly checkConcurrency: number;
+  readonly deliveryConcurrency: number;
+  readonly smtpUrl: string | undefined;
+  readonly mailFrom: string | undefined;
+  readonly webhookAllowPrivate: boolean;
+  readonly webhookTimeoutMs: number;
+  readonly httpPort: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+function readPrivateKey(value: string): string {
+  if (value.includes('-----BEGIN')) return value.replace(/\\n/g, '\n');
+  const path = resolve(value);
+  if (!existsSync(path)) {
+    throw new ConfigError([
+      'QWEATHER_JWT_PRIVATE_KEY: is neither PEM text nor the path of a readable file',
+    ]);
+  }
+  return readFileSync(path, 'utf8');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = String(issue.path[0] ?? 'environment');
+        const shown =
+          name in env && !/KEY|SECRET|PASS|URL/.test(name) ? ` (got "${env[name]}")` : '';
+        return `${name}: ${issue.message}${shown}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  const jwtParts = [e.QWEATHER_JWT_KEY_ID, e.QWEATHER_JWT_PROJECT_ID, e.QWEATHER_JWT_PRIVATE_KEY];
+  const jwtGiven = jwtParts.filter((p) => p !== undefined).length;
+  if (jwtGiven !== 0 && jwtGiven !== 3) {
+    throw new ConfigError([
+      'QWEATHER_JWT_KEY_ID, QWEATHER_JWT_PROJECT_ID, QWEATHER_JWT_PRIVATE_KEY: set all three or none',
+    ]);
+  }
+  const jwt =
+    jwtGiven === 3
+      ? {
+          keyId: e.QWEATHER_JWT_KEY_ID!,
+          projectId: e.QWEATHER_JWT_PROJECT_ID!,
+          privateKeyPem: readPrivateKey(e.QWEATHER_JWT_PRIVATE_KEY!),
+        }
+      : undefined;
+
+  return deepFreeze<Config>({
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    queuePrefix: e.QUEUE_PREFIX ?? 'qwn',
+    qweather: {
+      apiUrl: e.QWEATHER_API_URL,
+      geoUrl: e.QWEATHER_GEO_URL ?? e.QWEATHER_API_URL,
+      apiKey: e.QWEATHER_API_KEY,
+      keyTransport: e.QWEATHER_KEY_TRANSPORT ?? 'query',
+      jwt,
+      alertSource: e.QWEATHER_ALERT_SOURCE ?? 'v7',
+      // 3000 queries per minute is QWeather's pay-as-you-go project limit.
+      qpm: e.QWEATHER_QPM ?? 3000,
+      timeoutMs: e.QWEATHER_TIMEOUT_MS ?? 10_000,
+    },
+    warningRange: e.WARNING_RANGE ?? 'cn',
+    pollIntervalSeconds: e.POLL_INTERVAL_SECONDS ?? 300,
+    checkAllListed: e.CHECK_ALL_LISTED ?? false,
+    expireAfterMisses: e.EXPIRE_AFTER_MISSES ?? 2,
+    checkConcurrency: e.CHECK_CONCURRENCY ?? 8,
+    deliveryConcurrency: e.DELIVERY_CONCURRENCY ?? 32,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
+    webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS ?? 10_000,
+    httpPort: e.HTTP_PORT ?? 9464,
+    logLevel: e.LOG_LEVEL ?? 'info',
+  });
+}
+
+/** The process environment merged over a `.env` file in the working directory (env wins). */
+export function readEnvironment(cwd: string = process.cwd()): Record<string, string | undefined> {
+  const file = resolve(cwd, '.env');
+  const fromFile = existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
+  return { ...fromFile, ...process.env };
+}

@@ -1,0 +1,86 @@
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+/**
+ * The one pino root (STYLE §13). Secrets never reach a log line (DESIGN invariant 7): known
+ * secret fields are redacted by path, registered secret values are scrubbed from every string,
+ * and URLs lose their `key=` parameter and credentials.
+ */
+
+const registeredSecrets = new Set<string>();
+
+/** Remember a secret value so that it is scrubbed wherever it shows up in logs or errors. */
+export function registerSecret(value: string | undefined): void {
+  // Very short values would scrub ordinary words; real keys are long.
+  if (value && value.length >= 6) registeredSecrets.add(value);
+}
+
+const URL_KEY_PARAM = /([?&](?:key|token|access_token|sig)=)[^&#\s"']*/gi;
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"':]+(?::[^/@\s"']*)?@/gi;
+
+/** Removes query keys and credentials from anything that looks like a URL, and known secrets. */
+export function scrub(text: string): string {
+  let out = text.replace(URL_KEY_PARAM, '$1[redacted]').replace(URL_USERINFO, '$1[redacted]@');
+  for (const secret of registeredSecrets) {
+    if (out.includes(secret)) out = out.split(secret).join('[redacted]');
+  }
+  return out;
+}
+
+function scrubDeep(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (depth > 6 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, depth + 1);
+  return out;
+}
+
+export const REDACTED_PATHS = [
+  'key',
+  'apiKey',
+  'secret',
+  'password',
+  'pass',
+  'privateKey',
+  'privateKeyPem',
+  'authorization',
+  'token',
+  '*.key',
+  '*.apiKey',
+  '*.secret',
+  '*.password',
+  '*.pass',
+  '*.privateKey',
+  '*.privateKeyPem',
+  '*.authorization',
+  '*.token',
+  'headers.authorization',
+  'headers["x-qw-api-key"]',
+  '*.headers.authorization',
+  '*.headers["x-qw-api-key"]',
+];
+
+export function createLogger(level: string = 'info', destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'qwn' },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      formatters: {
+        log: (object) => scrubDeep(object) as Record<string, unknown>,
+      },
+      hooks: {
+        logMethod(args, method) {
+          const scrubbed = args.map((a) => (typeof a === 'string' ? scrub(a) : a));
+          return method.apply(this, scrubbed as Parameters<typeof method>);
+        },
+      },
+      serializers: {
+        err: (err: unknown) => scrubDeep(pino.stdSerializers.err(err as Error)),
+      },
+    },
+    destination,
+  );
+}
+
+export type { Logger };

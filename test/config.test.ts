@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(config.qweather.alertSource).toBe('v7');
+    expect(config.warningRange).toBe('cn');
+    expect(config.pollIntervalSeconds).toBe(300);
+    expect(config.webhookAllowPrivate).toBe(false);
+    expect(config.httpPort).toBe(9464);
+    expect(config.logLevel).toBe('info');
+    expect(config.expireAfterMisses).toBe(2);
+  });
+
+  it('is frozen all the way down', () => {
+    const config = loadConfig({ QWEATHER_API_URL: 'http://127.0.0.1:1/' });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.qweather)).toBe(true);
+    expect(config.qweather.apiUrl).toBe('http://127.0.0.1:1');
+    expect(config.qweather.geoUrl).toBe('http://127.0.0.1:1');
+  });
+
+  it('names every bad variable on its own line', () => {
+    let error: unknown;
+    try {
+      loadConfig({ POLL_INTERVAL_SECONDS: 'soon', QWEATHER_ALERT_SOURCE: 'v9', HTTP_PORT: '-1' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const lines = (error as ConfigError).message.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines.some((l) => l.startsWith('POLL_INTERVAL_SECONDS:'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('QWEATHER_ALERT_SOURCE:'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('HTTP_PORT:'))).toBe(true);
+  });
+
+  it('never echoes a secret-looking value', () => {
+    expect(() => loadConfig({ SMTP_URL: 'ftp://user:hunter2@x' })).toThrow(/^SMTP_URL: /);
+    expect(() => loadConfig({ SMTP_URL: 'ftp://user:hunter2@x' })).not.toThrow(/hunter2/);
+  });
+
+  it('wants all three JWT variables or none', () => {
+    expect(() => loadConfig({ QWEATHER_JWT_KEY_ID: 'abc' })).toThrow(/set all three or none/);
+  });
+
+  it('reads booleans', () => {
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(true);
+    expect(loadConfig({ CHECK_ALL_LISTED: '0' }).checkAllListed).toBe(false);
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'maybe' })).toThrow(/WEBHOOK_ALLOW_PRIVATE/);
+  });
+});

@@ -1,0 +1,38 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, registerSecret, scrub } from '../src/logger.js';
+
+function capture() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
+describe('logger redaction', () => {
+  it('removes the key from URLs and credentials from URLs', () => {
+    expect(scrub('GET http://h/v7/warning/now?location=1&key=abcdef123456&gzip=n')).toBe(
+      'GET http://h/v7/warning/now?location=1&key=[redacted]&gzip=n',
+    );
+    expect(scrub('smtp://user:pa55@mail.example.com:587')).toBe(
+      'smtp://[redacted]@mail.example.com:587',
+    );
+  });
+
+  it('scrubs registered secrets from messages, fields and errors', () => {
+    registerSecret('s3cr3t-api-key-value');
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream);
+    log.info({ url: 'x', note: 'with s3cr3t-api-key-value inside' }, 'used s3cr3t-api-key-value');
+    log.error({ err: new Error('failed for s3cr3t-api-key-value') }, 'upstream failed');
+    log.info({ apiKey: 'zzz', headers: { authorization: 'Bearer t' } }, 'fields');
+    const out = lines.join('');
+    expect(out).not.toContain('s3cr3t-api-key-value');
+    expect(out).not.toContain('Bearer t');
+    expect(out).toContain('[redacted]');
+  });
+});
