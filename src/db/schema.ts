@@ -1,0 +1,248 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  check,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  unique,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+/**
+ * The store. Postgres is the truth (DESIGN invariant 1); Redis only carries job ids. Check
+ * constraints repeat the seed file's rules so that an admin editing with SQL cannot put the
+ * state into a shape the code would refuse (invariant 6).
+ */
+
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const LEVEL_SQL = sql.raw(`'白色','蓝色','黄色','橙色','红色'`);
+const EVENT_SQL = sql.raw(`'new','update','cancel','expired'`);
+
+/** A subscribed place: a Location ID (v7) with what rendering needs. */
+export const places = pgTable(
+  'places',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    lat: doublePrecision('lat'),
+    lon: doublePrecision('lon'),
+    tz: text('tz').notNull().default('Asia/Shanghai'),
+    adm1: text('adm1'),
+    adm2: text('adm2'),
+    country: text('country'),
+    /** When the upstream was last asked about this place, and when it last answered well. */
+    lastFetchedAt: tstz('last_fetched_at'),
+    lastOkAt: tstz('last_ok_at'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    check('places_id_format', sql`${t.id} ~ '^[A-Za-z0-9]{1,32}$'`),
+    check('places_name_present', sql`length(btrim(${t.name})) > 0`),
+    check('places_lat_range', sql`${t.lat} IS NULL OR ${t.lat} BETWEEN -90 AND 90`),
+    check('places_lon_range', sql`${t.lon} IS NULL OR ${t.lon} BETWEEN -180 AND 180`),
+  ],
+);
+
+export const subscribers = pgTable(
+  'subscribers',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    name: text('name'),
+    email: text('email').unique('subscribers_email_unique'),
+    webhookUrl: text('webhook_url').unique('subscribers_webhook_url_unique'),
+    webhookSecret: text('webhook_secret'),
+    lang: text('lang').notNull().default('zh'),
+    active: boolean('active').notNull().default(true),
+    /** Why delivery stopped on its own (a webhook answering 410); null while healthy. */
+    disabledReason: text('disabled_reason'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    check('subscribers_one_address', sql`(${t.email} IS NULL) <> (${t.webhookUrl} IS NULL)`),
+    check(
+      'subscribers_email_format',
+      sql`${t.email} IS NULL OR ${t.email} ~ '^[^@[:space:]]+@[^@[:space:]]+\\.[^@[:space:]]+$'`,
+    ),
+    check(
+      'subscribers_webhook_format',
+      sql`${t.webhookUrl} IS NULL OR ${t.webhookUrl} ~ '^https?://[^/@[:space:]]+(/[^[:space:]]*)?$'`,
+    ),
+    check(
+      'subscribers_webhook_secret',
+      sql`(${t.webhookUrl} IS NULL AND ${t.webhookSecret} IS NULL) OR (${t.webhookUrl} IS NOT NULL AND ${t.webhookSecret} IS NOT NULL AND ${t.webhookSecret} ~ '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$')`,
+    ),
+    check('subscribers_lang', sql`${t.lang} IN ('zh', 'en')`),
+  ],
+);
+
+export const subscriptions = pgTable(
+  'subscriptions',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    subscriberId: uuid('subscriber_id')
+      .notNull()
+      .references(() => subscribers.id, { onDelete: 'cascade' }),
+    placeId: text('place_id')
+      .notNull()
+      .references(() => places.id),
+    /** null = every level. */
+    minLevel: text('min_level'),
+    /** Type names or codes; null = every type. */
+    types: text('types').array(),
+    /** Event kinds; null = all four. */
+    events: text('events').array(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    unique('subscriptions_subscriber_place').on(t.subscriberId, t.placeId),
+    index('subscriptions_place_idx').on(t.placeId),
+    check('subscriptions_min_level', sql`${t.minLevel} IS NULL OR ${t.minLevel} IN (${LEVEL_SQL})`),
+    check(
+      'subscriptions_types',
+      sql`${t.types} IS NULL OR (cardinality(${t.types}) > 0 AND array_position(${t.types}, '') IS NULL AND array_position(${t.types}, NULL) IS NULL)`,
+    ),
+    check(
+      'subscriptions_events',
+      sql`${t.events} IS NULL OR (cardinality(${t.events}) > 0 AND ${t.events} <@ ARRAY[${EVENT_SQL}]::text[])`,
+    ),
+  ],
+);
+
+/** Every warning seen at a place, with its tracking state (DESIGN invariants 3 and 4). */
+export const warnings = pgTable(
+  'warnings',
+  {
+    placeId: text('place_id').notNull(),
+    warningId: text('warning_id').notNull(),
+    state: text('state').notNull(),
+    title: text('title').notNull(),
+    level: text('level').notNull(),
+    typeCode: text('type_code'),
+    typeName: text('type_name'),
+    status: text('status').notNull(),
+    startTime: tstz('start_time'),
+    endTime: tstz('end_time'),
+    /** The normalized record (src/domain/warning.ts) and the record exactly as received. */
+    record: jsonb('record').notNull(),
+    raw: jsonb('raw'),
+    firstSeen: tstz('first_seen').notNull(),
+    lastSeen: tstz('last_seen').notNull(),
+    misses: integer('misses').notNull().default(0),
+    closedAt: tstz('closed_at'),
+  },
+  (t) => [
+    primaryKey({ name: 'warnings_pk', columns: [t.placeId, t.warningId] }),
+    index('warnings_open_idx')
+      .on(t.placeId)
+      .where(sql`${t.state} = 'open'`),
+    index('warnings_last_seen_idx').on(t.lastSeen),
+    check('warnings_state', sql`${t.state} IN ('open', 'superseded', 'cancelled', 'expired')`),
+    check('warnings_level', sql`${t.level} IN (${LEVEL_SQL}, 'unknown')`),
+    check('warnings_status', sql`${t.status} IN ('active', 'update', 'cancel')`),
+    check('warnings_misses', sql`${t.misses} >= 0`),
+    check('warnings_closed', sql`(${t.state} = 'open') = (${t.closedAt} IS NULL)`),
+  ],
+);
+
+/** A poll cycle: one warning-list call and the checks it caused. */
+export const pollCycles = pgTable(
+  'poll_cycles',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    /** The scheduler job that started it, so a retried poll job reuses its cycle. */
+    jobKey: text('job_key').unique('poll_cycles_job_key_unique'),
+    status: text('status').notNull().default('running'),
+    startedAt: tstz('started_at').notNull().defaultNow(),
+    finishedAt: tstz('finished_at'),
+    listed: integer('listed').notNull().default(0),
+    planned: integer('planned').notNull().default(0),
+    checked: integer('checked').notNull().default(0),
+    upstreamCalls: integer('upstream_calls').notNull().default(0),
+    upstreamErrors: integer('upstream_errors').notNull().default(0),
+    eventsNew: integer('events_new').notNull().default(0),
+    eventsUpdate: integer('events_update').notNull().default(0),
+    eventsCancel: integer('events_cancel').notNull().default(0),
+    eventsExpired: integer('events_expired').notNull().default(0),
+    deliveriesCreated: integer('deliveries_created').notNull().default(0),
+    error: text('error'),
+  },
+  (t) => [
+    check('poll_cycles_status', sql`${t.status} IN ('running', 'done', 'failed')`),
+    index('poll_cycles_started_idx').on(t.startedAt),
+  ],
+);
+
+export const events = pgTable(
+  'events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    cycleId: uuid('cycle_id').references(() => pollCycles.id, { onDelete: 'set null' }),
+    placeId: text('place_id').notNull(),
+    warningId: text('warning_id').notNull(),
+    type: text('type').notNull(),
+    supersedes: text('supersedes')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
+    /** The warning as it stood when the event was detected: what notifications render. */
+    record: jsonb('record').notNull(),
+    detectedAt: tstz('detected_at').notNull().defaultNow(),
+  },
+  (t) => [
+    unique('events_place_warning_type').on(t.placeId, t.warningId, t.type),
+    index('events_cycle_idx').on(t.cycleId),
+    check('events_type', sql`${t.type} IN (${EVENT_SQL})`),
+  ],
+);
+
+/**
+ * The delivery ledger: one row per (subscriber, warning id, event type) — DESIGN invariant 2.
+ * Its id is the webhook-id and the email Message-ID, on every retry and redelivery.
+ */
+export const deliveries = pgTable(
+  'deliveries',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    subscriberId: uuid('subscriber_id')
+      .notNull()
+      .references(() => subscribers.id, { onDelete: 'cascade' }),
+    eventId: bigint('event_id', { mode: 'number' })
+      .notNull()
+      .references(() => events.id, { onDelete: 'cascade' }),
+    cycleId: uuid('cycle_id'),
+    placeId: text('place_id').notNull(),
+    warningId: text('warning_id').notNull(),
+    eventType: text('event_type').notNull(),
+    channel: text('channel').notNull(),
+    status: text('status').notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: tstz('next_attempt_at').notNull().defaultNow(),
+    /** A sender holds the row until then; a crashed sender's claim simply runs out. */
+    claimedUntil: tstz('claimed_until'),
+    lastError: text('last_error'),
+    sentAt: tstz('sent_at'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+    updatedAt: tstz('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType),
+    index('deliveries_due_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} IN ('pending', 'retrying')`),
+    index('deliveries_cycle_idx').on(t.cycleId),
+    index('deliveries_created_idx').on(t.createdAt),
+    check('deliveries_status', sql`${t.status} IN ('pending', 'sent', 'retrying', 'dead')`),
+    check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
+    check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook')`),
+    check('deliveries_attempts', sql`${t.attempts} >= 0`),
+  ],
+);
