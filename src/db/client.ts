@@ -83,6 +83,6 @@ export async function openEmbedded(dataDir?: string): Promise<Database> {
 
 /** Rows of a raw query, whichever driver ran it. */
 export async function queryRows<T>(db: Db, query: ReturnType<typeof sql>): Promise<T[]> {
-  const result = (await db.execute(query)) as unknown as { rows: T[] };
-  return result.rows;
+  const result: unknown = await db.execute(query);
+  return (result as { rows: T[] }).rows;
 }
