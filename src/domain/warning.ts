@@ -75,3 +75,30 @@ export interface Warning {
   /** The record exactly as received, kept for the archive and for debugging. */
   readonly raw: unknown;
 }
+
+/** QWeather's own assumption for a warning with no end time: valid 24 hours from its start. */
+export const ASSUMED_VALIDITY_MS = 24 * 60 * 60 * 1000;
+
+// Only instants with an explicit offset: a bare local time would be read in the process's
+// time zone, and China's warnings are issued in UTC+8 whatever the server runs in.
+const INSTANT_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** An ISO 8601 instant with an offset as a Date; null when missing, local-only or invalid. */
+export function parseInstant(text: string | null | undefined): Date | null {
+  if (!text || !INSTANT_WITH_OFFSET.test(text.trim())) return null;
+  const ms = Date.parse(text.trim());
+  return Number.isNaN(ms) ? null : new Date(ms);
+}
+
+/**
+ * When a warning stops being in force: its end time; with none, 24 hours after its start (as
+ * QWeather itself assumes), else 24 hours after publication; null when it carries no usable time.
+ */
+export function impliedEnd(
+  warning: Pick<Warning, 'endTime' | 'startTime' | 'pubTime'>,
+): Date | null {
+  const end = parseInstant(warning.endTime);
+  if (end) return end;
+  const start = parseInstant(warning.startTime) ?? parseInstant(warning.pubTime);
+  return start ? new Date(start.getTime() + ASSUMED_VALIDITY_MS) : null;
+}

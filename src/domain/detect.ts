@@ -1,0 +1,292 @@
+/**
+ * Change detection: the warnings we track for one place, plus one upstream answer, give the
+ * events to announce and the new state to store. Pure: the clock is passed in.
+ *
+ * DESIGN § Invariants 3 (a failed call never ends a warning; only repeated successful misses or
+ * an end time in the past do) and 4 (update and cancel follow the `related` chain).
+ */
+import { impliedEnd, parseInstant, type Warning } from './warning.js';
+
+export type TrackedState = 'open' | 'superseded' | 'cancelled' | 'expired';
+
+export interface TrackedWarning {
+  id: string;
+  state: TrackedState;
+  /** Latest normalized record seen. */
+  warning: Warning;
+  firstSeen: Date;
+  lastSeen: Date;
+  /** Consecutive successful answers without it. */
+  misses: number;
+  closedAt: Date | null;
+}
+
+export type FetchOutcome = { ok: true; warnings: readonly Warning[] } | { ok: false };
+
+export interface DetectSettings {
+  expireAfterMisses: number;
+  reappearWindowMs: number;
+}
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/** Upstream ids are valid at most 72 hours, so a warning back within that time is the same one. */
+export const DEFAULT_DETECT_SETTINGS: DetectSettings = Object.freeze({
+  expireAfterMisses: 2,
+  reappearWindowMs: 72 * HOUR_MS,
+});
+
+export type EventType = 'new' | 'update' | 'cancel' | 'expired';
+
+export const EVENT_TYPES: readonly EventType[] = Object.freeze([
+  'new',
+  'update',
+  'cancel',
+  'expired',
+]);
+
+export interface DetectedEvent {
+  type: EventType;
+  /** The notification key, together with the subscriber and the type. */
+  warningId: string;
+  /** The record the notification is about. */
+  warning: Warning;
+  /** Earlier ids this one updates or cancels ([] for new and expired). */
+  supersedes: string[];
+}
+
+export interface DetectResult {
+  events: DetectedEvent[];
+  /**
+   * New state of every tracked warning that changed or was created (to upsert): state, misses,
+   * closedAt or content. Entries here already carry the refreshed lastSeen and misses.
+   */
+  changes: TrackedWarning[];
+  /**
+   * Ids of tracked warnings seen in this answer: store lastSeen = now and misses = 0 for each
+   * (those whose content or state also changed are in `changes` as well).
+   */
+  seen: string[];
+}
+
+export interface DetectInput {
+  /** Every warning of this place last seen within the reappear window, any state. */
+  tracked: readonly TrackedWarning[];
+  fetch: FetchOutcome;
+  now: Date;
+  settings?: DetectSettings;
+}
+
+type ClosedByLink = 'superseded' | 'cancelled';
+
+export function detectChanges(input: DetectInput): DetectResult {
+  const { tracked, fetch, now } = input;
+  const settings = input.settings ?? DEFAULT_DETECT_SETTINGS;
+  // Invariant 3: a failed call says nothing about whether a warning is still in force.
+  if (!fetch.ok) return { events: [], changes: [], seen: [] };
+
+  // A threshold below one would expire a warning on the very answer that first lacks it.
+  const expireAfterMisses = Math.max(1, Math.floor(settings.expireAfterMisses));
+  const known = indexTracked(tracked);
+  const answer = dedupeAnswer(fetch.warnings);
+  const replaced = replacedIds(answer);
+
+  const next = new Map<string, TrackedWarning>();
+  const events: DetectedEvent[] = [];
+  const seen: string[] = [];
+
+  for (const warning of answer.values()) {
+    const previous = known.get(warning.id);
+    if (previous) seen.push(warning.id);
+    if (previous && !isPastReappearWindow(previous, now, settings)) {
+      next.set(warning.id, seenAgain(previous, warning, now));
+      continue;
+    }
+    const fresh = freshWarning(warning, replaced.get(warning.id), now);
+    next.set(warning.id, fresh.tracked);
+    if (fresh.event) events.push(fresh.event);
+  }
+
+  // Invariant 4: the link closes what it replaces, so those are never reported as expired.
+  // Links from records seen before are applied again: harmless for closed warnings, and it keeps
+  // a replaced warning that reappears from being reopened.
+  for (const [id, closedAs] of replaced) {
+    const current = next.get(id) ?? known.get(id);
+    if (current?.state === 'open') next.set(id, { ...current, state: closedAs, closedAt: now });
+  }
+
+  for (const previous of known.values()) {
+    if (answer.has(previous.id) || next.has(previous.id) || previous.state !== 'open') continue;
+    const misses = previous.misses + 1;
+    if (misses >= expireAfterMisses || hasEnded(previous.warning, now)) {
+      next.set(previous.id, { ...previous, misses, state: 'expired', closedAt: now });
+      events.push({
+        type: 'expired',
+        warningId: previous.id,
+        warning: previous.warning,
+        supersedes: [],
+      });
+    } else {
+      next.set(previous.id, { ...previous, misses });
+    }
+  }
+
+  const changes = [...next.values()]
+    .filter((candidate) => {
+      const previous = known.get(candidate.id);
+      return !previous || changedMaterially(previous, candidate);
+    })
+    .sort((a, b) => compareIds(a.id, b.id));
+
+  return { events: events.sort(compareEvents), changes, seen: seen.sort(compareIds) };
+}
+
+/**
+ * The tracked list after a detection result: seen warnings refreshed, changes applied, and
+ * entries last seen more than the reappear window ago dropped (their ids may be reused).
+ */
+export function applyDetectResult(
+  tracked: readonly TrackedWarning[],
+  result: DetectResult,
+  now: Date,
+  settings: DetectSettings = DEFAULT_DETECT_SETTINGS,
+): TrackedWarning[] {
+  const byId = indexTracked(tracked);
+  for (const id of result.seen) {
+    const previous = byId.get(id);
+    if (previous) byId.set(id, { ...previous, lastSeen: now, misses: 0 });
+  }
+  for (const change of result.changes) byId.set(change.id, change);
+  return [...byId.values()].filter(
+    (entry) => now.getTime() - entry.lastSeen.getTime() <= settings.reappearWindowMs,
+  );
+}
+
+/** The ids a record updates or cancels: unique, non-empty, never itself. */
+export function relatedIds(warning: Warning): string[] {
+  const ids = new Set<string>();
+  for (const raw of warning.related) {
+    const id = raw.trim();
+    if (id !== '' && id !== warning.id) ids.add(id);
+  }
+  return [...ids];
+}
+
+/** The later of two records by pubTime (a missing pubTime is the earliest); ties keep `a`. */
+function laterRecord(a: Warning, b: Warning): Warning {
+  const aTime = parseInstant(a.pubTime)?.getTime() ?? Number.NEGATIVE_INFINITY;
+  const bTime = parseInstant(b.pubTime)?.getTime() ?? Number.NEGATIVE_INFINITY;
+  return bTime > aTime ? b : a;
+}
+
+/** The same id twice in one answer counts once: the latest publication wins. */
+function dedupeAnswer(warnings: readonly Warning[]): Map<string, Warning> {
+  const byId = new Map<string, Warning>();
+  for (const warning of warnings) {
+    // An id is the notification key; a record without one cannot be tracked or announced.
+    if (warning.id === '') continue;
+    const other = byId.get(warning.id);
+    byId.set(warning.id, other ? laterRecord(other, warning) : warning);
+  }
+  return new Map([...byId].sort(([a], [b]) => compareIds(a, b)));
+}
+
+/** Tracked rows by id; should the store hand over one id twice, the last seen wins. */
+function indexTracked(tracked: readonly TrackedWarning[]): Map<string, TrackedWarning> {
+  const byId = new Map<string, TrackedWarning>();
+  for (const entry of tracked) {
+    const other = byId.get(entry.id);
+    if (!other || entry.lastSeen.getTime() >= other.lastSeen.getTime()) byId.set(entry.id, entry);
+  }
+  return byId;
+}
+
+/** Ids that an update or cancel in this answer replaces; a cancel outranks an update. */
+function replacedIds(answer: Map<string, Warning>): Map<string, ClosedByLink> {
+  const replaced = new Map<string, ClosedByLink>();
+  for (const warning of answer.values()) {
+    if (warning.status === 'active') continue;
+    const closedAs: ClosedByLink = warning.status === 'cancel' ? 'cancelled' : 'superseded';
+    for (const id of relatedIds(warning)) {
+      if (replaced.get(id) !== 'cancelled') replaced.set(id, closedAs);
+    }
+  }
+  return replaced;
+}
+
+/** Ids are valid upstream at most 72 hours: an expired one back after that is a new warning. */
+function isPastReappearWindow(entry: TrackedWarning, now: Date, settings: DetectSettings): boolean {
+  return (
+    entry.state === 'expired' &&
+    now.getTime() - entry.lastSeen.getTime() > settings.reappearWindowMs
+  );
+}
+
+/** A tracked warning in this answer again: no event, only fresher content and timestamps. */
+function seenAgain(previous: TrackedWarning, warning: Warning, now: Date): TrackedWarning {
+  const refreshed = { ...previous, warning, lastSeen: now, misses: 0 };
+  // Superseded and cancelled warnings the upstream still returns stay closed, silently; an
+  // expired one back within the window was only missing for a while (invariant 3).
+  if (previous.state !== 'expired') return refreshed;
+  return warning.status === 'cancel'
+    ? { ...refreshed, state: 'cancelled', closedAt: previous.closedAt ?? now }
+    : { ...refreshed, state: 'open', closedAt: null };
+}
+
+function freshWarning(
+  warning: Warning,
+  replacedAs: ClosedByLink | undefined,
+  now: Date,
+): { tracked: TrackedWarning; event: DetectedEvent | null } {
+  const base = { id: warning.id, warning, firstSeen: now, lastSeen: now, misses: 0 };
+  if (warning.status === 'cancel') {
+    // Stored closed at once: a cancel message is never announced as new and never expires.
+    return {
+      tracked: { ...base, state: 'cancelled', closedAt: now },
+      event: { type: 'cancel', warningId: warning.id, warning, supersedes: relatedIds(warning) },
+    };
+  }
+  if (warning.status === 'update') {
+    return {
+      tracked: { ...base, state: 'open', closedAt: null },
+      event: { type: 'update', warningId: warning.id, warning, supersedes: relatedIds(warning) },
+    };
+  }
+  if (replacedAs) {
+    // First seen together with its own update or cancel: that message carries the news, and
+    // announcing the stale original as new would contradict it.
+    return { tracked: { ...base, state: replacedAs, closedAt: now }, event: null };
+  }
+  return {
+    tracked: { ...base, state: 'open', closedAt: null },
+    event: { type: 'new', warningId: warning.id, warning, supersedes: [] },
+  };
+}
+
+function hasEnded(warning: Warning, now: Date): boolean {
+  const end = impliedEnd(warning);
+  return end !== null && end.getTime() <= now.getTime();
+}
+
+function changedMaterially(before: TrackedWarning, after: TrackedWarning): boolean {
+  return (
+    before.state !== after.state ||
+    before.misses !== after.misses ||
+    before.closedAt?.getTime() !== after.closedAt?.getTime() ||
+    before.firstSeen.getTime() !== after.firstSeen.getTime() ||
+    (before.warning !== after.warning &&
+      JSON.stringify(before.warning) !== JSON.stringify(after.warning))
+  );
+}
+
+const EVENT_ORDER: Record<EventType, number> = { cancel: 0, update: 0, new: 1, expired: 2 };
+
+/** Replacements first (they close what they replace), then new warnings, then endings. */
+function compareEvents(a: DetectedEvent, b: DetectedEvent): number {
+  return EVENT_ORDER[a.type] - EVENT_ORDER[b.type] || compareIds(a.warningId, b.warningId);
+}
+
+/** Code-unit order, independent of the locale the process runs in. */
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
