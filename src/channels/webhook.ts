@@ -1,0 +1,279 @@
+import type dns from 'node:dns';
+import { createRequire } from 'node:module';
+import { isIP } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { Agent, type Dispatcher } from 'undici';
+import { webhookPayload, type Notification } from '../domain/render.js';
+import { parseRetryAfter } from '../domain/retry.js';
+import type { Logger } from '../logger.js';
+import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
+
+/**
+ * Webhook deliveries (INTERFACE §4): one signed POST per attempt, classified on the spot
+ * (STYLE §4). 2xx is success; 410 means the endpoint is gone; everything else, a timeout or a
+ * refused connection is worth another attempt later. Redirects are never followed: the signed
+ * body must not travel to a place the subscriber did not register.
+ */
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+export const USER_AGENT = `qwn/${version}`;
+
+/** We only drain the answer so the connection can be reused; nobody reads more than this. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+export type WebhookFailureKind =
+  | 'refused-address'
+  | 'invalid-target'
+  | 'timeout'
+  | 'connection'
+  | 'redirect'
+  | 'gone'
+  | 'http-status';
+
+export class WebhookError extends Error {
+  override readonly name = 'WebhookError';
+  readonly kind: WebhookFailureKind;
+  readonly retryable: boolean;
+  /** 410 Gone: the subscriber's endpoint should be disabled. */
+  readonly gone: boolean;
+  readonly status?: number;
+  /** The receiver's Retry-After, in milliseconds from the failed attempt. */
+  readonly retryAfterMs?: number;
+
+  constructor(
+    message: string,
+    o: {
+      kind: WebhookFailureKind;
+      retryable: boolean;
+      gone?: boolean;
+      status?: number;
+      retryAfterMs?: number;
+      cause?: unknown;
+    },
+  ) {
+    super(message, o.cause === undefined ? undefined : { cause: o.cause });
+    this.kind = o.kind;
+    this.retryable = o.retryable;
+    this.gone = o.gone ?? false;
+    if (o.status !== undefined) this.status = o.status;
+    if (o.retryAfterMs !== undefined) this.retryAfterMs = o.retryAfterMs;
+  }
+}
+
+export interface WebhookTarget {
+  url: string;
+  /** `whsec_` + base64 key (Standard Webhooks). */
+  secret: string;
+}
+
+export interface WebhookSender {
+  send(target: WebhookTarget, n: Notification): Promise<{ status: number; webhookId: string }>;
+  close(): Promise<void>;
+}
+
+export interface WebhookSenderOptions {
+  allowPrivate: boolean;
+  /** Bound on one attempt, connecting and reading the answer included. */
+  timeoutMs: number;
+  logger: Logger;
+  /**
+   * A dispatcher to send through instead of the sender's own guarded Agent. The caller then owns
+   * its lifecycle and its address policy; IP literal targets are still checked here.
+   */
+  dispatcher?: Dispatcher;
+  /** Replaces dns.lookup in the sender's own Agent (tests point hostnames at chosen addresses). */
+  lookup?: typeof dns.lookup;
+  /** Signing time; defaults to the wall clock. */
+  now?: () => Date;
+}
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+
+function findInChain<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current; depth += 1) {
+    if (test(current)) return current;
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return undefined;
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = findInChain(
+    err,
+    (e): e is { code: string } =>
+      typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string',
+  );
+  return code?.code;
+}
+
+function parseTarget(url: string, allowPrivate: boolean): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (cause) {
+    throw new WebhookError('webhook URL is not a valid absolute URL', {
+      kind: 'invalid-target',
+      retryable: false,
+      cause,
+    });
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new WebhookError(`webhook URL must be http or https, not ${parsed.protocol}`, {
+      kind: 'invalid-target',
+      retryable: false,
+    });
+  }
+  // URL parsing already turned 2130706433, 0x7f.1 and friends into dotted quads.
+  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  const category = isIP(host) ? refusalReason(host, allowPrivate) : undefined;
+  if (category) {
+    const refused = new AddressRefusedError(host, host, category);
+    throw new WebhookError(refused.message, {
+      kind: 'refused-address',
+      retryable: false,
+      cause: refused,
+    });
+  }
+  return parsed;
+}
+
+function sign(secret: string, id: string, at: Date, body: string): string {
+  try {
+    return new Webhook(secret).sign(id, at, body);
+  } catch (cause) {
+    // The library's message could quote the secret; ours names only the problem.
+    throw new WebhookError('webhook secret is not a valid whsec_ base64 key', {
+      kind: 'invalid-target',
+      retryable: false,
+      cause: cause instanceof Error ? new Error(cause.name) : undefined,
+    });
+  }
+}
+
+function statusFailure(status: number, headers: Dispatcher.ResponseData['headers'], at: Date) {
+  if (status === 410) {
+    return new WebhookError('webhook endpoint answered 410 Gone', {
+      kind: 'gone',
+      retryable: false,
+      gone: true,
+      status,
+    });
+  }
+  const retryAfterMs = parseRetryAfter(headers['retry-after'], at);
+  if (status >= 300 && status < 400) {
+    return new WebhookError(`webhook endpoint answered ${status}; redirects are not followed`, {
+      kind: 'redirect',
+      retryable: true,
+      status,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    });
+  }
+  return new WebhookError(`webhook endpoint answered ${status}`, {
+    kind: 'http-status',
+    retryable: true,
+    status,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
+}
+
+function transportFailure(err: unknown, timedOut: boolean, host: string): WebhookError {
+  const refused = findInChain(
+    err,
+    (e): e is AddressRefusedError => e instanceof AddressRefusedError,
+  );
+  if (refused) {
+    return new WebhookError(refused.message, {
+      kind: 'refused-address',
+      retryable: false,
+      cause: refused,
+    });
+  }
+  const code = errorCode(err);
+  if (timedOut || (code !== undefined && TIMEOUT_CODES.has(code))) {
+    return new WebhookError(`webhook to ${host} timed out`, {
+      kind: 'timeout',
+      retryable: true,
+      cause: err,
+    });
+  }
+  return new WebhookError(`webhook to ${host} failed: ${code ?? 'connection error'}`, {
+    kind: 'connection',
+    retryable: true,
+    cause: err,
+  });
+}
+
+export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
+  const ownAgent = o.dispatcher
+    ? undefined
+    : new Agent({
+        connect: createGuardedConnector({
+          allowPrivate: o.allowPrivate,
+          connectTimeoutMs: o.timeoutMs,
+          ...(o.lookup ? { lookup: o.lookup } : {}),
+        }),
+        headersTimeout: o.timeoutMs,
+        bodyTimeout: o.timeoutMs,
+      });
+  const dispatcher: Dispatcher = o.dispatcher ?? ownAgent!;
+  const now = o.now ?? (() => new Date());
+
+  return {
+    async send(target, n) {
+      const url = parseTarget(target.url, o.allowPrivate);
+      const body = JSON.stringify(webhookPayload(n));
+      const at = now();
+      const signature = sign(target.secret, n.deliveryId, at, body);
+      const log = o.logger.child({ deliveryId: n.deliveryId, host: url.host });
+      const deadline = AbortSignal.timeout(o.timeoutMs);
+
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await dispatcher.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            'webhook-id': n.deliveryId,
+            'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+            'webhook-signature': signature,
+          },
+          body,
+          signal: deadline,
+          headersTimeout: o.timeoutMs,
+          bodyTimeout: o.timeoutMs,
+        });
+      } catch (err) {
+        const failure = transportFailure(err, deadline.aborted, url.host);
+        log.debug({ kind: failure.kind }, 'webhook failed');
+        throw failure;
+      }
+
+      try {
+        await response.body.dump({ limit: MAX_RESPONSE_BYTES });
+      } catch {
+        // The status is what counts; a body cut short by the deadline changes nothing.
+      }
+
+      if (response.statusCode >= 200 && response.statusCode < 300) {
+        log.debug({ status: response.statusCode }, 'webhook delivered');
+        return { status: response.statusCode, webhookId: n.deliveryId };
+      }
+      const failure = statusFailure(response.statusCode, response.headers, now());
+      log.debug({ status: response.statusCode, kind: failure.kind }, 'webhook failed');
+      throw failure;
+    },
+
+    async close() {
+      await ownAgent?.close();
+    },
+  };
+}

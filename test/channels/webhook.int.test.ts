@@ -1,0 +1,271 @@
+import type dns from 'node:dns';
+import { createServer } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  USER_AGENT,
+  WebhookError,
+  createWebhookSender,
+  type WebhookSender,
+} from '../../src/channels/webhook.js';
+import { webhookPayload } from '../../src/domain/render.js';
+import { createLogger } from '../../src/logger.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { WEBHOOK_SECRET, sampleNotification } from './fixtures.js';
+
+const logger = createLogger('silent');
+let receiver: WebhookReceiver;
+const senders: WebhookSender[] = [];
+
+function sender(
+  o: { allowPrivate?: boolean; timeoutMs?: number; lookup?: typeof dns.lookup } = {},
+) {
+  const s = createWebhookSender({
+    allowPrivate: o.allowPrivate ?? true,
+    timeoutMs: o.timeoutMs ?? 5_000,
+    logger,
+    ...(o.lookup ? { lookup: o.lookup } : {}),
+  });
+  senders.push(s);
+  return s;
+}
+
+async function failure(promise: Promise<unknown>): Promise<WebhookError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(WebhookError);
+    return err as WebhookError;
+  }
+  throw new Error('expected the send to fail');
+}
+
+/** A port on 127.0.0.1 that nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+beforeAll(async () => {
+  receiver = await startWebhookReceiver({ secret: WEBHOOK_SECRET });
+});
+
+afterEach(async () => {
+  await Promise.all(senders.splice(0).map((s) => s.close()));
+  receiver.reset();
+});
+
+afterAll(async () => {
+  await receiver.close();
+});
+
+const target = (path = '/hook') => ({ url: receiver.url(path), secret: WEBHOOK_SECRET });
+
+describe('webhook sender', () => {
+  it('posts the INTERFACE §4 body, signed so that standardwebhooks verifies it', async () => {
+    const n = sampleNotification();
+    const result = await sender().send(target(), n);
+    expect(result).toEqual({ status: 200, webhookId: n.deliveryId });
+
+    const [request] = receiver.requests;
+    expect(request).toBeDefined();
+    expect(request!.method).toBe('POST');
+    expect(request!.verified).toBe(true);
+    expect(request!.headers['webhook-id']).toBe(n.deliveryId);
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.headers['user-agent']).toBe(USER_AGENT);
+    expect(USER_AGENT).toMatch(/^qwn\/\d+\.\d+\.\d+/);
+    expect(request!.json).toEqual(webhookPayload(n));
+    // Independent check with the reference library, straight from the recorded request.
+    const verified = new Webhook(WEBHOOK_SECRET).verify(request!.body, {
+      'webhook-id': String(request!.headers['webhook-id']),
+      'webhook-timestamp': String(request!.headers['webhook-timestamp']),
+      'webhook-signature': String(request!.headers['webhook-signature']),
+    });
+    expect(verified).toEqual(webhookPayload(n));
+  });
+
+  it('fails verification with another secret (the receiver really checks)', async () => {
+    receiver.setSecret('/other-secret', `whsec_${Buffer.alloc(32, 9).toString('base64')}`);
+    await sender().send(target('/other-secret'), sampleNotification());
+    expect(receiver.requestsTo('/other-secret')[0]?.verified).toBe(false);
+  });
+
+  it('sends the same webhook-id on every send of one notification', async () => {
+    const n = sampleNotification();
+    const s = sender();
+    await s.send(target(), n);
+    await s.send(target(), n);
+    const ids = receiver.requests.map((r) => r.headers['webhook-id']);
+    expect(ids).toEqual([n.deliveryId, n.deliveryId]);
+    expect(receiver.requests.every((r) => r.verified)).toBe(true);
+  });
+
+  it('treats 500 as retryable, and 500, 500, 200 as one logical delivery', async () => {
+    receiver.script('/flaky', [{ status: 500 }, { status: 500 }, { status: 200 }]);
+    const n = sampleNotification();
+    const s = sender();
+    for (let i = 0; i < 2; i += 1) {
+      const err = await failure(s.send(target('/flaky'), n));
+      expect(err).toMatchObject({ kind: 'http-status', status: 500, retryable: true, gone: false });
+    }
+    expect(await s.send(target('/flaky'), n)).toEqual({ status: 200, webhookId: n.deliveryId });
+    const requests = receiver.requestsTo('/flaky');
+    expect(requests).toHaveLength(3);
+    expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([n.deliveryId]));
+  });
+
+  it('reports 410 as gone and not retryable', async () => {
+    receiver.script('/gone', [{ status: 410 }]);
+    const err = await failure(sender().send(target('/gone'), sampleNotification()));
+    expect(err).toMatchObject({ kind: 'gone', gone: true, retryable: false, status: 410 });
+  });
+
+  it('treats other 4xx answers as retryable', async () => {
+    receiver.script('/missing', [{ status: 404 }]);
+    const err = await failure(sender().send(target('/missing'), sampleNotification()));
+    expect(err).toMatchObject({ kind: 'http-status', status: 404, retryable: true, gone: false });
+  });
+
+  it('does not follow a redirect: a 302 is a retryable failure and only one request arrives', async () => {
+    receiver.script('/moved', [{ status: 302, redirectTo: receiver.url('/elsewhere') }]);
+    const err = await failure(sender().send(target('/moved'), sampleNotification()));
+    expect(err).toMatchObject({ kind: 'redirect', status: 302, retryable: true });
+    expect(receiver.requests).toHaveLength(1);
+    expect(receiver.requestsTo('/elsewhere')).toHaveLength(0);
+  });
+
+  it('passes on Retry-After in seconds and as an HTTP date', async () => {
+    receiver.script('/busy', [
+      { status: 429, retryAfter: 120 },
+      { status: 503, retryAfter: new Date(Date.now() + 600_000).toUTCString() },
+    ]);
+    const s = sender();
+    const first = await failure(s.send(target('/busy'), sampleNotification()));
+    expect(first).toMatchObject({ status: 429, retryable: true, retryAfterMs: 120_000 });
+    const second = await failure(s.send(target('/busy'), sampleNotification()));
+    expect(second.status).toBe(503);
+    expect(second.retryAfterMs).toBeGreaterThan(590_000);
+    expect(second.retryAfterMs).toBeLessThanOrEqual(600_000);
+  });
+
+  it('drains a large answer and still reports success', async () => {
+    receiver.script('/chatty', [{ status: 202, body: 'x'.repeat(512 * 1024) }]);
+    expect(await sender().send(target('/chatty'), sampleNotification())).toMatchObject({
+      status: 202,
+    });
+  });
+
+  it('gives up on a slow receiver after the timeout, retryably', async () => {
+    receiver.script('/slow', [{ status: 200, delayMs: 3_000 }]);
+    const started = Date.now();
+    const err = await failure(
+      sender({ timeoutMs: 300 }).send(target('/slow'), sampleNotification()),
+    );
+    expect(err).toMatchObject({ kind: 'timeout', retryable: true });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('treats a refused connection as retryable', async () => {
+    const port = await closedPort();
+    const err = await failure(
+      sender().send(
+        { url: `http://127.0.0.1:${port}/`, secret: WEBHOOK_SECRET },
+        sampleNotification(),
+      ),
+    );
+    expect(err).toMatchObject({ kind: 'connection', retryable: true });
+    expect(err.message).toContain('ECONNREFUSED');
+  });
+
+  it('refuses a bad secret or URL permanently, without quoting the secret', async () => {
+    const badSecret = 'whsec_not*base64*at*all';
+    const bad = await failure(
+      sender().send({ url: receiver.url('/hook'), secret: badSecret }, sampleNotification()),
+    );
+    expect(bad).toMatchObject({ kind: 'invalid-target', retryable: false });
+    expect(bad.message).not.toContain('not*base64');
+    const ftp = await failure(
+      sender().send({ url: 'ftp://example.com/x', secret: WEBHOOK_SECRET }, sampleNotification()),
+    );
+    expect(ftp).toMatchObject({ kind: 'invalid-target', retryable: false });
+    expect(receiver.requests).toHaveLength(0);
+  });
+});
+
+describe('webhook address guard', () => {
+  it('refuses a loopback target without WEBHOOK_ALLOW_PRIVATE and accepts it with', async () => {
+    const refused = await failure(
+      sender({ allowPrivate: false }).send(target(), sampleNotification()),
+    );
+    expect(refused).toMatchObject({ kind: 'refused-address', retryable: false });
+    expect(refused.message).toMatch(/127\.0\.0\.1.*loopback/);
+    expect(receiver.requests).toHaveLength(0);
+
+    await sender({ allowPrivate: true }).send(target(), sampleNotification());
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  it('refuses a hostname that resolves to loopback (localhost)', async () => {
+    const err = await failure(
+      sender({ allowPrivate: false }).send(
+        { url: `http://localhost:${receiver.port}/hook`, secret: WEBHOOK_SECRET },
+        sampleNotification(),
+      ),
+    );
+    expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
+    expect(err.message).toMatch(/localhost resolves to/);
+    expect(receiver.requests).toHaveLength(0);
+  });
+
+  it('checks the address the name resolves to at connect time (DNS rebinding)', async () => {
+    // A public-looking name whose DNS answer points inside: the guard sees the answer.
+    const rebinding = ((_host: string, _o: unknown, cb: (...args: unknown[]) => void) =>
+      cb(null, [{ address: '127.0.0.1', family: 4 }])) as unknown as typeof dns.lookup;
+    const url = `http://hooks.example.com:${receiver.port}/hook`;
+    const err = await failure(
+      sender({ allowPrivate: false, lookup: rebinding }).send(
+        { url, secret: WEBHOOK_SECRET },
+        sampleNotification(),
+      ),
+    );
+    expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
+    expect(err.message).toContain('hooks.example.com resolves to 127.0.0.1');
+    expect(receiver.requests).toHaveLength(0);
+
+    // The same lookup with private targets allowed really connects to the receiver.
+    await sender({ allowPrivate: true, lookup: rebinding }).send(
+      { url, secret: WEBHOOK_SECRET },
+      sampleNotification(),
+    );
+    expect(receiver.requests).toHaveLength(1);
+  });
+
+  for (const host of ['[::ffff:127.0.0.1]', '2130706433', '0x7f.0.0.1', '017700000001', '[::1]']) {
+    it(`refuses the IP literal form http://${host}/`, async () => {
+      const err = await failure(
+        sender({ allowPrivate: false }).send(
+          { url: `http://${host}:${receiver.port}/hook`, secret: WEBHOOK_SECRET },
+          sampleNotification(),
+        ),
+      );
+      expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
+      expect(receiver.requests).toHaveLength(0);
+    });
+  }
+
+  it('refuses cloud metadata addresses even when private targets are allowed', async () => {
+    const err = await failure(
+      sender({ allowPrivate: true }).send(
+        { url: 'http://169.254.169.254/latest/meta-data/', secret: WEBHOOK_SECRET },
+        sampleNotification(),
+      ),
+    );
+    expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
+    expect(err.message).toContain('metadata');
+  });
+});
