@@ -1,0 +1,174 @@
+import nodemailer from 'nodemailer';
+import type { NodemailerError } from 'nodemailer/lib/errors';
+import { renderEmail, type Notification } from '../domain/render.js';
+import { registerSecret, scrub, type Logger } from '../logger.js';
+
+/**
+ * Email deliveries (INTERFACE §5) over pooled SMTP. SMTP replies are classified here
+ * (STYLE §4): 4xx means later, 5xx means never; a connection that fails or stalls means later.
+ */
+
+export class EmailError extends Error {
+  override readonly name = 'EmailError';
+  readonly retryable: boolean;
+  readonly responseCode?: number;
+  /** The server's reply, kept for the ledger. */
+  readonly response?: string;
+
+  constructor(
+    message: string,
+    o: { retryable: boolean; responseCode?: number; response?: string; cause?: unknown },
+  ) {
+    super(message, o.cause === undefined ? undefined : { cause: o.cause });
+    this.retryable = o.retryable;
+    if (o.responseCode !== undefined) this.responseCode = o.responseCode;
+    if (o.response !== undefined) this.response = o.response;
+  }
+}
+
+export interface Mailer {
+  send(to: string, n: Notification): Promise<{ messageId: string; response: string }>;
+  close(): Promise<void>;
+}
+
+export interface MailerOptions {
+  smtpUrl: string | undefined;
+  from: string | undefined;
+  logger: Logger;
+  /** An unsubscribe URL; without it List-Unsubscribe is a mailto: to MAIL_FROM. */
+  unsubscribeBase?: string;
+  /** Bound on one send, queueing in the pool included (default 60 s, well inside a job lock). */
+  sendTimeoutMs?: number;
+}
+
+// Short enough that a dead SMTP server fails the attempt long before the job's lock runs out.
+const CONNECTION_TIMEOUT_MS = 10_000;
+const GREETING_TIMEOUT_MS = 10_000;
+const SOCKET_TIMEOUT_MS = 20_000;
+const DEFAULT_SEND_TIMEOUT_MS = 60_000;
+
+/** Errors without an SMTP reply that no retry can fix: the message or the setup is wrong. */
+const PERMANENT_CODES = new Set(['ECONFIG', 'EENVELOPE', 'EMAXRECIPIENTS', 'ENOAUTH']);
+
+/** The stable Message-ID of a notification: a consumer can drop a rare duplicate by it. */
+export function messageIdFor(deliveryId: string): string {
+  return `<${deliveryId}@qwn>`;
+}
+
+/** The bare address of a From value such as `"qwn" <alerts@example.com>`. */
+function bareAddress(from: string): string {
+  return (/<([^<>]+)>\s*$/.exec(from)?.[1] ?? from).trim();
+}
+
+export function classifySmtpError(err: unknown): EmailError {
+  const e = (err ?? {}) as NodemailerError;
+  const response = typeof e.response === 'string' ? scrub(e.response) : undefined;
+  if (typeof e.responseCode === 'number') {
+    // RFC 5321: 5yz is a permanent rejection, 4yz transient. 503 (bad sequence) says the
+    // session was in the wrong state, not that the message was refused: try again.
+    const permanent = e.responseCode >= 500 && e.responseCode !== 503;
+    return new EmailError(
+      `SMTP server ${permanent ? 'rejected' : 'deferred'} the message: ${response ?? e.responseCode}`,
+      {
+        retryable: !permanent,
+        responseCode: e.responseCode,
+        ...(response === undefined ? {} : { response }),
+        cause: err,
+      },
+    );
+  }
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  const detail = err instanceof Error ? scrub(err.message) : String(err);
+  if (code !== undefined && PERMANENT_CODES.has(code)) {
+    return new EmailError(`email could not be sent (${code}): ${detail}`, {
+      retryable: false,
+      cause: err,
+    });
+  }
+  return new EmailError(`SMTP connection failed (${code ?? 'error'}): ${detail}`, {
+    retryable: true,
+    cause: err,
+  });
+}
+
+function unconfigured(missing: string): Mailer {
+  return {
+    send() {
+      return Promise.reject(
+        new EmailError(`${missing} is not set; email deliveries cannot be sent`, {
+          retryable: false,
+        }),
+      );
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+export function createMailer(o: MailerOptions): Mailer {
+  if (!o.smtpUrl) return unconfigured('SMTP_URL');
+  if (!o.from) return unconfigured('MAIL_FROM');
+  const from = o.from;
+
+  try {
+    registerSecret(decodeURIComponent(new URL(o.smtpUrl).password));
+  } catch {
+    // An unparseable URL fails in nodemailer below with a clearer message.
+  }
+
+  const transport = nodemailer.createTransport({
+    url: o.smtpUrl,
+    pool: true,
+    maxConnections: 5,
+    connectionTimeout: CONNECTION_TIMEOUT_MS,
+    greetingTimeout: GREETING_TIMEOUT_MS,
+    socketTimeout: SOCKET_TIMEOUT_MS,
+    dnsTimeout: CONNECTION_TIMEOUT_MS,
+    logger: false,
+  });
+  // An 'error' event without a listener would take the whole worker down; sends report their
+  // own failures, so this is only a log line.
+  transport.on('error', (err: Error) => {
+    o.logger.warn({ err }, 'smtp transport error');
+  });
+  const sendTimeoutMs = o.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
+  const unsubscribe = o.unsubscribeBase ?? `mailto:${bareAddress(from)}?subject=unsubscribe`;
+  const headers: Record<string, string> = {
+    'List-Unsubscribe': `<${unsubscribe}>`,
+    // Tells vacation responders and the like not to answer an automated message (RFC 3834).
+    'Auto-Submitted': 'auto-generated',
+  };
+  // RFC 8058 one-click unsubscribe applies to an HTTPS URI only, never to a mailto:.
+  if (/^https:/i.test(unsubscribe)) headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+
+  return {
+    async send(to, n) {
+      const { subject, text, html } = renderEmail(n);
+      const log = o.logger.child({ deliveryId: n.deliveryId });
+      try {
+        const info = await transport.sendMail({
+          from,
+          to,
+          subject,
+          text,
+          html,
+          messageId: messageIdFor(n.deliveryId),
+          headers,
+          signal: AbortSignal.timeout(sendTimeoutMs),
+        });
+        log.debug({ response: info.response }, 'email sent');
+        return { messageId: info.messageId, response: info.response };
+      } catch (err) {
+        const failure = classifySmtpError(err);
+        log.debug(
+          { retryable: failure.retryable, responseCode: failure.responseCode },
+          'email failed',
+        );
+        throw failure;
+      }
+    },
+    close() {
+      transport.close();
+      return Promise.resolve();
+    },
+  };
+}
