@@ -1,5 +1,92 @@
-// Placeholder until the issue that builds `qwn seed` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn seed: not yet available');
-  return Promise.resolve(1);
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
+import { loadConfig, readEnvironment } from '../config.js';
+import { openPostgres } from '../db/client.js';
+import { createLogger } from '../logger.js';
+import { createClientFromConfig } from '../qweather/client.js';
+import { UsageError } from './command.js';
+
+const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run]';
+
+/** `qwn seed <file> [--dry-run]` (INTERFACE §1, §3): exit 0 when applied, 1 on any problem. */
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { 'dry-run': { type: 'boolean', default: false } },
+    });
+  } catch (err) {
+    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+  }
+  const [file, ...extra] = parsed.positionals;
+  if (file === undefined || extra.length > 0) throw new UsageError(USAGE);
+  const format = seedFormatOf(file);
+  if (format === null)
+    throw new UsageError(`${file}: the file name must end in .json, .yaml or .yml`);
+  const dryRun = parsed.values['dry-run'] === true;
+
+  const config = loadConfig(readEnvironment());
+  if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
+  if (!config.qweather.apiUrl) {
+    throw new UsageError('QWEATHER_API_URL is not set (names in the file are resolved through it)');
+  }
+
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    console.error(`qwn seed: cannot read ${file} (${code})`);
+    return 1;
+  }
+  let doc: unknown;
+  try {
+    doc = parseSeedText(text, format);
+  } catch (err) {
+    if (err instanceof SeedError) {
+      const at =
+        err.line === null ? '' : `:${err.line}${err.column === null ? '' : `:${err.column}`}`;
+      console.error(`${file}${at}: ${err.message}`);
+      console.error('nothing written');
+      return 1;
+    }
+    throw err;
+  }
+
+  // stdout carries the result (and the generated secrets); logs go to stderr.
+  const logger = createLogger(config.logLevel, pino.destination(2));
+  const lookup = createClientFromConfig(config, logger);
+  const database = openPostgres(config.databaseUrl, { poolSize: 2, applicationName: 'qwn seed' });
+  try {
+    const result = await applySeed({ db: database.db, lookup, logger }, doc, { dryRun });
+    if (!result.ok) {
+      for (const problem of result.problems) {
+        const where =
+          problem.index === null
+            ? problem.field || '(file)'
+            : `subscribers[${problem.index}]${problem.field === '' || problem.field.startsWith('[') ? '' : '.'}${problem.field}`;
+        console.error(`${where}: ${problem.message}`);
+      }
+      const count = result.problems.length;
+      console.error(`${count} problem${count === 1 ? '' : 's'} in ${file}; nothing written`);
+      return 1;
+    }
+    const counts = `${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged, ${result.subscriptionsRemoved} subscription${result.subscriptionsRemoved === 1 ? '' : 's'} removed`;
+    console.log(dryRun ? `dry run (nothing written): would have ${counts}` : `seeded: ${counts}`);
+    for (const { subscriber, secret } of result.generatedSecrets) {
+      console.log(`generated secret for ${subscriber}: ${secret}`);
+    }
+    if (result.generatedSecrets.length > 0) {
+      console.log(
+        'each generated secret is shown only this once: give it to the webhook consumer now',
+      );
+    }
+    return 0;
+  } finally {
+    await Promise.allSettled([database.close(), lookup.close()]);
+  }
 }

@@ -1,0 +1,361 @@
+/**
+ * The seed file's shape and per-field rules (INTERFACE §3), without any I/O: what can be
+ * decided from the text alone. Location entries are only classified here; resolving them
+ * needs the city lookup (seed-locations.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { parseFilterInput, type SubscriptionFilter } from '../domain/filters.js';
+import { parseCoordinates, type Coordinates } from '../qweather/params.js';
+
+/** One thing wrong with the file: `index` is the subscriber's position, null for the document. */
+export interface SeedProblem {
+  index: number | null;
+  /** Path inside the subscriber (`locations[0]`, `secret`), or inside the document. */
+  field: string;
+  message: string;
+}
+
+export type LocationEntry =
+  | { kind: 'id'; id: string }
+  | { kind: 'coordinates'; text: string; coordinates: Coordinates }
+  | { kind: 'name'; query: string; adm: string | null; range: string | null };
+
+export type Lang = 'zh' | 'en';
+
+export type SubscriberAddress =
+  { channel: 'email'; email: string } | { channel: 'webhook'; url: string; secret: string | null };
+
+export interface ValidSubscriber {
+  index: number;
+  name: string | null;
+  lang: Lang;
+  address: SubscriberAddress;
+  filter: SubscriptionFilter;
+  /** Same order as the file; each entry keeps its own index for error messages. */
+  locations: { index: number; entry: LocationEntry }[];
+}
+
+/**
+ * The result of checking every subscriber: the well-formed location entries are returned even
+ * when the subscriber has other problems, so that resolution can report their problems too.
+ */
+export interface ValidatedDocument {
+  problems: SeedProblem[];
+  subscribers: ValidSubscriber[];
+  /** Location entries to resolve, for subscribers that have other problems as well. */
+  pendingLocations: { index: number; locations: { index: number; entry: LocationEntry }[] }[];
+}
+
+const documentSchema = z.strictObject({
+  subscribers: z.array(z.unknown()),
+});
+
+const subscriberSchema = z.strictObject({
+  name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
+  email: z.string().nullish(),
+  webhook: z.string().nullish(),
+  secret: z.string().nullish(),
+  lang: z.enum(['zh', 'en'], 'must be "zh" or "en"').nullish(),
+  locations: z.array(z.unknown()).min(1, 'must list at least one location'),
+  minLevel: z.unknown().nullish(),
+  types: z.unknown().nullish(),
+  events: z.unknown().nullish(),
+});
+
+const nameEntrySchema = z.strictObject({
+  query: z.string().trim().min(1, 'must not be empty'),
+  adm: z.string().trim().min(1, 'must not be empty').nullish(),
+  range: z
+    .string()
+    .regex(/^(world|[A-Za-z]{2})$/, 'must be "world" or a 2-letter ISO 3166 country code')
+    .nullish(),
+});
+
+// QWeather Location IDs are 9 digits for Chinese places and alphanumeric elsewhere
+// ("10117030601A"); a digit tells an ID from an ASCII place name such as "Beijing".
+const LOCATION_ID = /^(?=.*\d)[A-Za-z0-9]{1,32}$/;
+
+// The database's check constraints (src/db/schema.ts) are the floor; these rules are at least
+// as strict, so nothing the seed accepts can be refused by Postgres (DESIGN invariant 6).
+const EMAIL = /^[^@\s]+@(?:[^@\s.]+\.)+[^@\s.]+$/;
+const DB_WEBHOOK = /^https?:\/\/[^/@\s]+(\/\S*)?$/;
+const SECRET_PREFIX = 'whsec_';
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+export const SECRET_MIN_BYTES = 24;
+export const SECRET_MAX_BYTES = 64;
+/** Standard Webhooks' own generators use 24 bytes; 32 leaves margin at no cost. */
+const GENERATED_SECRET_BYTES = 32;
+
+export function generateWebhookSecret(): string {
+  return SECRET_PREFIX + randomBytes(GENERATED_SECRET_BYTES).toString('base64');
+}
+
+/** `subscribers[2].locations[0]` style paths from zod's path segments. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else out += out === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
+
+function zodProblems(
+  error: z.ZodError,
+  index: number | null,
+  prefix: readonly PropertyKey[],
+): SeedProblem[] {
+  return error.issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        index,
+        field: formatPath([...prefix, ...issue.path, key]),
+        message: 'is not a known field',
+      }));
+    }
+    return [{ index, field: formatPath([...prefix, ...issue.path]), message: issue.message }];
+  });
+}
+
+export function checkEmail(value: string): string | null {
+  if (!EMAIL.test(value)) {
+    return 'must be an email address (one @, a dotted domain, no spaces)';
+  }
+  if (value.length > 254) return 'must be at most 254 characters';
+  return null;
+}
+
+export function checkWebhookUrl(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute http(s) URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return 'must be an http or https URL';
+  }
+  if (url.username !== '' || url.password !== '') {
+    return 'must not embed credentials (user:pass@); authenticate with the signature instead';
+  }
+  if (url.hostname === '') return 'must name a host';
+  if (value.includes('#')) return 'must not have a fragment (#…): it is never sent';
+  if (!DB_WEBHOOK.test(value)) {
+    return 'must be written as http(s)://host/path, lower-case scheme, no spaces';
+  }
+  return null;
+}
+
+export function checkWebhookSecret(value: string): string | null {
+  if (!value.startsWith(SECRET_PREFIX)) return `must start with "${SECRET_PREFIX}"`;
+  const encoded = value.slice(SECRET_PREFIX.length);
+  if (!BASE64.test(encoded)) return `must be "${SECRET_PREFIX}" followed by base64`;
+  const bytes = Buffer.from(encoded, 'base64');
+  // Node's decoder skips what it cannot read; a round trip proves the text was real base64.
+  if (bytes.toString('base64').replace(/=+$/, '') !== encoded.replace(/=+$/, '')) {
+    return `must be "${SECRET_PREFIX}" followed by valid base64`;
+  }
+  if (bytes.length < SECRET_MIN_BYTES || bytes.length > SECRET_MAX_BYTES) {
+    return `must decode to ${SECRET_MIN_BYTES}–${SECRET_MAX_BYTES} bytes (got ${bytes.length})`;
+  }
+  return null;
+}
+
+/** Classifies one `locations` entry; a string is an ID, coordinates, or a name, in that order. */
+export function parseLocationEntry(
+  value: unknown,
+):
+  | { ok: true; entry: LocationEntry }
+  | { ok: false; problems: { path: string; message: string }[] } {
+  if (typeof value === 'string') {
+    const text = value.trim();
+    if (text === '') return fail('', 'must not be empty');
+    if (LOCATION_ID.test(text)) return { ok: true, entry: { kind: 'id', id: text } };
+    const coordinates = parseCoordinates(text);
+    if (coordinates) {
+      if (coordinates.lon < -180 || coordinates.lon > 180) {
+        return fail('', `longitude must be between -180 and 180 ("lon,lat"; got "${text}")`);
+      }
+      if (coordinates.lat < -90 || coordinates.lat > 90) {
+        return fail('', `latitude must be between -90 and 90 ("lon,lat"; got "${text}")`);
+      }
+      return { ok: true, entry: { kind: 'coordinates', text, coordinates } };
+    }
+    if (/^[\d\s.,;:/|+-]+$/.test(text)) {
+      return fail('', `looks like coordinates but is not "lon,lat" in decimal degrees: "${text}"`);
+    }
+    return { ok: true, entry: { kind: 'name', query: text, adm: null, range: null } };
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const parsed = nameEntrySchema.safeParse(value);
+    if (!parsed.success) {
+      return {
+        ok: false,
+        problems: zodProblems(parsed.error, null, []).map((p) => ({
+          path: p.field,
+          message: p.message,
+        })),
+      };
+    }
+    return {
+      ok: true,
+      entry: {
+        kind: 'name',
+        query: parsed.data.query,
+        adm: parsed.data.adm ?? null,
+        range: parsed.data.range?.toLowerCase() ?? null,
+      },
+    };
+  }
+  if (typeof value === 'number') {
+    return fail(
+      '',
+      `write it as a string ("${String(value)}"): numbers lose leading zeros and digits`,
+    );
+  }
+  return fail(
+    '',
+    'must be a Location ID, "lon,lat", a place name, or { "query", "adm"?, "range"? }',
+  );
+
+  function fail(path: string, message: string) {
+    return { ok: false as const, problems: [{ path, message }] };
+  }
+}
+
+/** The identity of a subscriber: its address, compared as the database compares it. */
+export function identityOf(address: SubscriberAddress): string {
+  return address.channel === 'email' ? `email:${address.email}` : `webhook:${address.url}`;
+}
+
+/** Every rule that needs no lookup; collects all problems instead of stopping at the first. */
+export function validateDocument(doc: unknown): ValidatedDocument {
+  const result: ValidatedDocument = { problems: [], subscribers: [], pendingLocations: [] };
+  const parsed = documentSchema.safeParse(doc);
+  if (!parsed.success) {
+    if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+      result.problems.push({
+        index: null,
+        field: '',
+        message: 'the file must hold an object with a "subscribers" array',
+      });
+    } else {
+      result.problems.push(...zodProblems(parsed.error, null, []));
+    }
+    return result;
+  }
+
+  const seen = new Map<string, number>();
+  parsed.data.subscribers.forEach((raw, index) => {
+    const problems: SeedProblem[] = [];
+    const add = (field: string, message: string) => problems.push({ index, field, message });
+
+    const shape = subscriberSchema.safeParse(raw);
+    if (!shape.success) {
+      if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+        add('', 'must be an object');
+        result.problems.push(...problems);
+        return;
+      }
+      problems.push(...zodProblems(shape.error, index, []));
+    }
+    // Read the fields leniently from the raw object too, so one bad field does not hide the
+    // problems of the others.
+    const input = (shape.success ? shape.data : raw) as Record<string, unknown>;
+
+    const address = readAddress(input, add);
+    const filter = parseFilterInput({
+      minLevel: input.minLevel,
+      types: input.types,
+      events: input.events,
+    });
+    if (!filter.ok) for (const p of filter.problems) add(p.field, p.message);
+
+    const locations: { index: number; entry: LocationEntry }[] = [];
+    if (Array.isArray(input.locations)) {
+      input.locations.forEach((value: unknown, locationIndex) => {
+        const entry = parseLocationEntry(value);
+        const field = `locations[${locationIndex}]`;
+        if (entry.ok) locations.push({ index: locationIndex, entry: entry.entry });
+        else for (const p of entry.problems) add(p.path ? `${field}.${p.path}` : field, p.message);
+      });
+    }
+
+    if (address) {
+      const identity = identityOf(address);
+      // Postgres compares addresses exactly, but two spellings of one mailbox in one file are
+      // surely a mistake.
+      const key = identity.toLowerCase();
+      const first = seen.get(key);
+      if (first !== undefined) {
+        add(
+          address.channel === 'email' ? 'email' : 'webhook',
+          `duplicates subscribers[${first}]: an address may appear only once`,
+        );
+      } else {
+        seen.set(key, index);
+      }
+    }
+
+    if (problems.length > 0 || !address || !filter.ok || !shape.success) {
+      result.problems.push(...problems);
+      if (locations.length > 0) result.pendingLocations.push({ index, locations });
+      return;
+    }
+    result.subscribers.push({
+      index,
+      name: shape.data.name ?? null,
+      lang: shape.data.lang ?? 'zh',
+      address,
+      filter: filter.filter,
+      locations,
+    });
+  });
+  return result;
+}
+
+function readAddress(
+  input: Record<string, unknown>,
+  add: (field: string, message: string) => void,
+): SubscriberAddress | null {
+  const { email, webhook, secret } = input;
+  const hasEmail = email !== undefined && email !== null;
+  const hasWebhook = webhook !== undefined && webhook !== null;
+  if (hasEmail && hasWebhook) {
+    add('webhook', 'a subscriber has exactly one of "email" or "webhook", not both');
+    return null;
+  }
+  if (!hasEmail && !hasWebhook) {
+    add('email', 'a subscriber needs an "email" or a "webhook"');
+    return null;
+  }
+  if (hasEmail) {
+    if (secret !== undefined && secret !== null)
+      add('secret', 'only webhook subscribers have a secret');
+    if (typeof email !== 'string') return null;
+    const problem = checkEmail(email);
+    if (problem) {
+      add('email', problem);
+      return null;
+    }
+    return { channel: 'email', email };
+  }
+  if (typeof webhook !== 'string') return null;
+  let ok = true;
+  const urlProblem = checkWebhookUrl(webhook);
+  if (urlProblem) {
+    add('webhook', urlProblem);
+    ok = false;
+  }
+  if (typeof secret === 'string') {
+    const secretProblem = checkWebhookSecret(secret);
+    if (secretProblem) {
+      add('secret', secretProblem);
+      ok = false;
+    }
+  }
+  return ok
+    ? { channel: 'webhook', url: webhook, secret: typeof secret === 'string' ? secret : null }
+    : null;
+}

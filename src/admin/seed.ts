@@ -1,0 +1,438 @@
+/**
+ * `qwn seed`: make the subscribers of a seed file exist exactly as written (INTERFACE §3).
+ * All or nothing (DESIGN invariant 6): every entry is validated and every place resolved
+ * before the first write, and the writes happen in one transaction.
+ */
+import { eq, inArray, or, sql } from 'drizzle-orm';
+import { parseDocument, visit } from 'yaml';
+import type { Db } from '../db/client.js';
+import { places, subscribers, subscriptions } from '../db/schema.js';
+import type { SubscriptionFilter } from '../domain/filters.js';
+import { registerSecret, type Logger } from '../logger.js';
+import {
+  entryKey,
+  resolveEntries,
+  type CityLookup,
+  type Resolution,
+  type ResolvedPlace,
+} from './seed-locations.js';
+import {
+  generateWebhookSecret,
+  validateDocument,
+  type LocationEntry,
+  type SeedProblem,
+  type ValidSubscriber,
+} from './seed-validate.js';
+
+export type { CityLookup, SeedProblem };
+
+export type SeedResult =
+  | {
+      ok: true;
+      created: number;
+      updated: number;
+      unchanged: number;
+      subscriptionsRemoved: number;
+      /** Secrets made for new webhook subscribers: shown once, never logged. */
+      generatedSecrets: { subscriber: string; secret: string }[];
+    }
+  | { ok: false; problems: SeedProblem[] };
+
+export interface SeedDeps {
+  db: Db;
+  lookup: CityLookup;
+  logger: Logger;
+}
+
+/** The file could not be read as JSON or YAML at all; `line`/`column` are 1-based. */
+export class SeedError extends Error {
+  override name = 'SeedError';
+  constructor(
+    message: string,
+    readonly line: number | null = null,
+    readonly column: number | null = null,
+  ) {
+    super(
+      line === null
+        ? message
+        : `line ${line}${column === null ? '' : `, column ${column}`}: ${message}`,
+    );
+  }
+}
+
+export function seedFormatOf(path: string): 'json' | 'yaml' | null {
+  if (/\.json$/i.test(path)) return 'json';
+  if (/\.ya?ml$/i.test(path)) return 'yaml';
+  return null;
+}
+
+export function parseSeedText(text: string, format: 'json' | 'yaml'): unknown {
+  const body = text.replace(/^\uFEFF/, '');
+  return format === 'json' ? parseJson(body) : parseYaml(body);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const position = /at position (\d+)/.exec(message);
+    if (position?.[1] !== undefined) {
+      const offset = Number(position[1]);
+      const before = text.slice(0, offset).split('\n');
+      const column = (before[before.length - 1] ?? '').length + 1;
+      throw new SeedError(cleanJsonMessage(message), before.length, column);
+    }
+    // A file cut short ends "unexpectedly" without a position: point at its end.
+    const lines = text.split('\n');
+    throw new SeedError(cleanJsonMessage(message), lines.length, (lines.at(-1) ?? '').length + 1);
+  }
+}
+
+function cleanJsonMessage(message: string): string {
+  return `invalid JSON: ${message.replace(/\s*(in JSON )?at position \d+.*$/s, '')}`;
+}
+
+function parseYaml(text: string): unknown {
+  // The failsafe schema reads every scalar as a string: an unquoted Location ID stays
+  // "101210101", a type code "1003" keeps its text, and "no" does not turn into false.
+  const doc = parseDocument(text, { schema: 'failsafe', uniqueKeys: true });
+  const first = doc.errors[0];
+  if (first) {
+    const at = first.linePos?.[0];
+    const headline = (first.message.split('\n')[0] ?? first.code).replace(
+      / at line \d+, column \d+:?$/,
+      '',
+    );
+    throw new SeedError(`invalid YAML: ${headline}`, at?.line ?? null, at?.col ?? null);
+  }
+  // …but an empty value, ~ or null written plainly still means "not set", as in JSON.
+  visit(doc, {
+    Scalar(_key, node) {
+      if (node.type === 'PLAIN' && /^(~|null|Null|NULL|)$/.test(String(node.value))) {
+        node.value = null;
+      }
+    },
+  });
+  return doc.toJS() as unknown;
+}
+
+interface PlannedSubscriber {
+  source: ValidSubscriber;
+  places: ResolvedPlace[];
+}
+
+export async function applySeed(
+  deps: SeedDeps,
+  doc: unknown,
+  options: { dryRun?: boolean } = {},
+): Promise<SeedResult> {
+  const validated = validateDocument(doc);
+  for (const subscriber of validated.subscribers) {
+    if (subscriber.address.channel === 'webhook')
+      registerSecret(subscriber.address.secret ?? undefined);
+  }
+
+  const allEntries: LocationEntry[] = [
+    ...validated.subscribers.flatMap((s) => s.locations.map((l) => l.entry)),
+    ...validated.pendingLocations.flatMap((s) => s.locations.map((l) => l.entry)),
+  ];
+  const resolutions = await resolveEntries(deps.lookup, allEntries);
+
+  const problems = [...validated.problems];
+  const resolutionProblems = (
+    index: number,
+    locations: readonly { index: number; entry: LocationEntry }[],
+  ) => {
+    for (const location of locations) {
+      const resolution = resolutions.get(entryKey(location.entry));
+      if (resolution && !resolution.ok) {
+        problems.push({
+          index,
+          field: `locations[${location.index}]`,
+          message: resolution.message,
+        });
+      }
+    }
+  };
+  for (const s of validated.subscribers) resolutionProblems(s.index, s.locations);
+  for (const s of validated.pendingLocations) resolutionProblems(s.index, s.locations);
+
+  if (problems.length > 0) {
+    deps.logger.info({ problems: problems.length }, 'seed refused');
+    return { ok: false, problems: sortProblems(problems) };
+  }
+
+  const planned = validated.subscribers.map((source) => ({
+    source,
+    places: placesOf(source, resolutions),
+  }));
+
+  if (options.dryRun) {
+    const plan = await planChanges(deps.db, planned);
+    return { ok: true, ...plan.counts, generatedSecrets: [] };
+  }
+
+  const result = await deps.db.transaction(async (tx) => {
+    // Two seeds at once would race between reading a subscriber and writing it.
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${SEED_LOCK_KEY})`);
+    const plan = await planChanges(tx, planned);
+    await upsertPlaces(tx, planned);
+    await writePlan(tx, plan);
+    return plan;
+  });
+  for (const generated of result.generatedSecrets) registerSecret(generated.secret);
+  deps.logger.info({ ...result.counts }, 'seed applied');
+  return { ok: true, ...result.counts, generatedSecrets: result.generatedSecrets };
+}
+
+/** Advisory lock key of `qwn seed` ("qwns"); distinct from the migration lock. */
+const SEED_LOCK_KEY = 0x71776e73;
+
+function sortProblems(problems: SeedProblem[]): SeedProblem[] {
+  // Stable: within one subscriber, problems keep the order of the fields in the rules.
+  return problems
+    .map((problem, order) => ({ problem, order }))
+    .sort((a, b) => (a.problem.index ?? -1) - (b.problem.index ?? -1) || a.order - b.order)
+    .map(({ problem }) => problem);
+}
+
+/** The subscriber's places in file order; two entries naming one place subscribe it once. */
+function placesOf(source: ValidSubscriber, resolutions: Map<string, Resolution>): ResolvedPlace[] {
+  const byId = new Map<string, ResolvedPlace>();
+  for (const location of source.locations) {
+    const resolution = resolutions.get(entryKey(location.entry));
+    if (resolution?.ok && !byId.has(resolution.place.id)) {
+      byId.set(resolution.place.id, resolution.place);
+    }
+  }
+  return [...byId.values()];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning: compare the file with the store, so that an unchanged subscriber is not written
+// at all (seeding twice changes nothing, not even updated_at).
+
+type SubscriberRow = typeof subscribers.$inferSelect;
+type SubscriptionRow = typeof subscriptions.$inferSelect;
+
+interface SubscriptionValues {
+  placeId: string;
+  minLevel: string | null;
+  types: string[] | null;
+  events: string[] | null;
+}
+
+type SubscriberChange =
+  | { kind: 'create'; values: typeof subscribers.$inferInsert; subscriptions: SubscriptionValues[] }
+  | {
+      kind: 'update' | 'unchanged';
+      id: string;
+      /** Null when the subscriber's own fields stay as they are. */
+      fields: Partial<typeof subscribers.$inferInsert> | null;
+      insert: SubscriptionValues[];
+      update: { id: string; values: SubscriptionValues }[];
+      remove: string[];
+    };
+
+interface Plan {
+  changes: SubscriberChange[];
+  counts: { created: number; updated: number; unchanged: number; subscriptionsRemoved: number };
+  generatedSecrets: { subscriber: string; secret: string }[];
+}
+
+async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promise<Plan> {
+  const emails = planned.flatMap((p) =>
+    p.source.address.channel === 'email' ? [p.source.address.email] : [],
+  );
+  const urls = planned.flatMap((p) =>
+    p.source.address.channel === 'webhook' ? [p.source.address.url] : [],
+  );
+  const conditions = [
+    ...(emails.length > 0 ? [inArray(subscribers.email, emails)] : []),
+    ...(urls.length > 0 ? [inArray(subscribers.webhookUrl, urls)] : []),
+  ];
+  const existing: SubscriberRow[] =
+    conditions.length > 0
+      ? await db
+          .select()
+          .from(subscribers)
+          .where(or(...conditions))
+      : [];
+  const existingSubscriptions: SubscriptionRow[] =
+    existing.length > 0
+      ? await db
+          .select()
+          .from(subscriptions)
+          .where(
+            inArray(
+              subscriptions.subscriberId,
+              existing.map((s) => s.id),
+            ),
+          )
+      : [];
+
+  const byEmail = new Map(existing.flatMap((s) => (s.email === null ? [] : [[s.email, s]])));
+  const byUrl = new Map(
+    existing.flatMap((s) => (s.webhookUrl === null ? [] : [[s.webhookUrl, s]])),
+  );
+
+  const plan: Plan = {
+    changes: [],
+    counts: { created: 0, updated: 0, unchanged: 0, subscriptionsRemoved: 0 },
+    generatedSecrets: [],
+  };
+  for (const { source, places: subscribed } of planned) {
+    const address = source.address;
+    const wanted = subscribed.map((place) => subscriptionValues(place.id, source.filter));
+    const current =
+      address.channel === 'email' ? byEmail.get(address.email) : byUrl.get(address.url);
+
+    if (!current) {
+      let secret: string | null = null;
+      if (address.channel === 'webhook') {
+        secret = address.secret;
+        if (secret === null) {
+          secret = generateWebhookSecret();
+          plan.generatedSecrets.push({ subscriber: address.url, secret });
+        }
+      }
+      plan.changes.push({
+        kind: 'create',
+        values: {
+          name: source.name,
+          lang: source.lang,
+          email: address.channel === 'email' ? address.email : null,
+          webhookUrl: address.channel === 'webhook' ? address.url : null,
+          webhookSecret: secret,
+        },
+        subscriptions: wanted,
+      });
+      plan.counts.created += 1;
+      continue;
+    }
+
+    const fields: Partial<typeof subscribers.$inferInsert> = {};
+    if (current.name !== source.name) fields.name = source.name;
+    if (current.lang !== source.lang) fields.lang = source.lang;
+    // No secret in the file keeps the stored one: a re-seed must not break a consumer.
+    if (address.channel === 'webhook' && address.secret !== null) {
+      if (current.webhookSecret !== address.secret) fields.webhookSecret = address.secret;
+    }
+
+    const currentByPlace = new Map(
+      existingSubscriptions.filter((s) => s.subscriberId === current.id).map((s) => [s.placeId, s]),
+    );
+    const wantedPlaces = new Set(wanted.map((w) => w.placeId));
+    const insert: SubscriptionValues[] = [];
+    const update: { id: string; values: SubscriptionValues }[] = [];
+    for (const values of wanted) {
+      const row = currentByPlace.get(values.placeId);
+      if (!row) insert.push(values);
+      else if (!sameSubscription(row, values)) update.push({ id: row.id, values });
+    }
+    const remove = [...currentByPlace.values()]
+      .filter((row) => !wantedPlaces.has(row.placeId))
+      .map((row) => row.id);
+
+    const fieldsChanged = Object.keys(fields).length > 0;
+    const changed = fieldsChanged || insert.length + update.length + remove.length > 0;
+    plan.changes.push({
+      kind: changed ? 'update' : 'unchanged',
+      id: current.id,
+      fields: fieldsChanged ? fields : null,
+      insert,
+      update,
+      remove,
+    });
+    if (changed) plan.counts.updated += 1;
+    else plan.counts.unchanged += 1;
+    plan.counts.subscriptionsRemoved += remove.length;
+  }
+  return plan;
+}
+
+function subscriptionValues(placeId: string, filter: SubscriptionFilter): SubscriptionValues {
+  return {
+    placeId,
+    minLevel: filter.minLevel,
+    types: filter.types === null ? null : [...filter.types],
+    events: filter.events === null ? null : [...filter.events],
+  };
+}
+
+function sameSubscription(row: SubscriptionRow, values: SubscriptionValues): boolean {
+  return (
+    row.minLevel === values.minLevel &&
+    sameList(row.types, values.types) &&
+    sameList(row.events, values.events)
+  );
+}
+
+function sameList(a: readonly string[] | null, b: readonly string[] | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.length === b.length && a.every((item, i) => item === b[i]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+async function upsertPlaces(db: Db, planned: readonly PlannedSubscriber[]): Promise<void> {
+  const byId = new Map<string, ResolvedPlace>();
+  for (const p of planned) for (const place of p.places) byId.set(place.id, place);
+  if (byId.size === 0) return;
+  await db
+    .insert(places)
+    .values([...byId.values()])
+    .onConflictDoUpdate({
+      target: places.id,
+      set: {
+        name: sql`excluded.name`,
+        lat: sql`excluded.lat`,
+        lon: sql`excluded.lon`,
+        tz: sql`excluded.tz`,
+        adm1: sql`excluded.adm1`,
+        adm2: sql`excluded.adm2`,
+        country: sql`excluded.country`,
+      },
+      // Rewriting an identical row would still create a new row version for nothing.
+      setWhere: sql`(${places.name}, ${places.lat}, ${places.lon}, ${places.tz}, ${places.adm1}, ${places.adm2}, ${places.country}) IS DISTINCT FROM (excluded.name, excluded.lat, excluded.lon, excluded.tz, excluded.adm1, excluded.adm2, excluded.country)`,
+    });
+}
+
+async function writePlan(db: Db, plan: Plan): Promise<void> {
+  for (const change of plan.changes) {
+    if (change.kind === 'create') {
+      const [row] = await db
+        .insert(subscribers)
+        .values(change.values)
+        .returning({ id: subscribers.id });
+      if (!row) throw new Error('inserting a subscriber returned no row');
+      if (change.subscriptions.length > 0) {
+        await db
+          .insert(subscriptions)
+          .values(change.subscriptions.map((s) => ({ ...s, subscriberId: row.id })));
+      }
+      continue;
+    }
+    if (change.kind === 'unchanged') continue;
+    await db
+      .update(subscribers)
+      .set({ ...(change.fields ?? {}), updatedAt: sql`now()` })
+      .where(eq(subscribers.id, change.id));
+    if (change.remove.length > 0) {
+      await db.delete(subscriptions).where(inArray(subscriptions.id, change.remove));
+    }
+    for (const { id, values } of change.update) {
+      await db
+        .update(subscriptions)
+        .set({ minLevel: values.minLevel, types: values.types, events: values.events })
+        .where(eq(subscriptions.id, id));
+    }
+    if (change.insert.length > 0) {
+      await db
+        .insert(subscriptions)
+        .values(change.insert.map((s) => ({ ...s, subscriberId: change.id })));
+    }
+  }
+}
