@@ -1,5 +1,110 @@
-// Placeholder until the issue that builds `qwn simulate` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn simulate: not yet available');
-  return Promise.resolve(1);
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { parse as parseYaml } from 'yaml';
+import { loadConfig, readEnvironment } from '../config.js';
+import { createLogger, registerSecret } from '../logger.js';
+import {
+  loadPlacesFromCsv,
+  startSimulator,
+  SimulatorInputError,
+  type Scenario,
+} from '../simulator/index.js';
+import { UsageError } from './command.js';
+
+const USAGE =
+  'usage: qwn simulate [--port P] [--host H] [--scenario FILE] [--places DIR] [--key K] [--jwt-public-key PEM_FILE]';
+
+/** `qwn simulate`: the built-in QWeather simulator in the foreground until SIGINT/SIGTERM. */
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        scenario: { type: 'string' },
+        places: { type: 'string' },
+        key: { type: 'string' },
+        'jwt-public-key': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new UsageError(`--port must be a port number 0-65535, got "${values.port}"`);
+  }
+
+  const config = loadConfig(readEnvironment());
+  // Logs go to stderr so that stdout carries only the URL line.
+  const logger = createLogger(config.logLevel, pino.destination(2));
+  registerSecret(values.key);
+
+  let scenario: Scenario | undefined;
+  if (values.scenario) {
+    const text = await readFile(values.scenario, 'utf8').catch((err: unknown) => {
+      throw new UsageError(`--scenario: cannot read ${values.scenario}: ${(err as Error).message}`);
+    });
+    try {
+      scenario = (
+        /\.ya?ml$/i.test(values.scenario) ? parseYaml(text) : JSON.parse(text)
+      ) as Scenario;
+    } catch (err) {
+      throw new UsageError(
+        `--scenario: ${values.scenario} is not valid JSON/YAML: ${(err as Error).message}`,
+      );
+    }
+  }
+  const places = values.places
+    ? await loadPlacesFromCsv(values.places).catch((err: unknown) => {
+        throw new UsageError(`--places: ${(err as Error).message}`);
+      })
+    : undefined;
+  const jwtPublicKeyPem = values['jwt-public-key']
+    ? await readFile(values['jwt-public-key'], 'utf8')
+    : undefined;
+
+  let simulator;
+  try {
+    simulator = await startSimulator({
+      port,
+      host: values.host,
+      places,
+      scenario,
+      apiKey: values.key,
+      jwtPublicKeyPem,
+      logger,
+    });
+  } catch (err) {
+    if (err instanceof SimulatorInputError) throw new UsageError(`--scenario: ${err.message}`);
+    throw err;
+  }
+
+  // The key is not echoed: stdout may end up in a log.
+  const auth = values.key ? ' QWEATHER_API_KEY=<the --key value>' : '';
+  console.log(
+    `qwn simulator listening on ${simulator.url} (point qwn at it: QWEATHER_API_URL=${simulator.url}${auth})`,
+  );
+
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  await simulator.close();
+  logger.info('simulator stopped');
+  return 0;
 }

@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { getJson } from './support.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+describe('qwn simulate', () => {
+  it('starts, prints its URL, serves, and stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, ['bin/qwn.js', 'simulate', '--port', '0'], {
+      cwd: ROOT,
+      env: { ...process.env, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let stdout = '';
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const first = stdout.split('\n')[0];
+          if (stdout.includes('\n') && first) resolve(first);
+        });
+        child.once('exit', (code) => reject(new Error(`exited early with ${code}: ${stdout}`)));
+      });
+      const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(line)?.[1];
+      expect(url).toBeDefined();
+      expect(line).toContain(`QWEATHER_API_URL=${url}`);
+      const res = await getJson<{ location: Array<{ id: string }> }>(
+        `${url}/v2/city/lookup?location=${encodeURIComponent('杭州')}`,
+      );
+      expect(res.body.location[0]!.id).toBe('101210101');
+
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      const [code] = (await exited) as [number | null];
+      expect(code).toBe(0);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+});
