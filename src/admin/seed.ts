@@ -48,14 +48,15 @@ export interface SeedDeps {
 export class SeedError extends Error {
   override name = 'SeedError';
   constructor(
-    message: string,
+    /** What is wrong, without the position. */
+    readonly reason: string,
     readonly line: number | null = null,
     readonly column: number | null = null,
   ) {
     super(
       line === null
-        ? message
-        : `line ${line}${column === null ? '' : `, column ${column}`}: ${message}`,
+        ? reason
+        : `line ${line}${column === null ? '' : `, column ${column}`}: ${reason}`,
     );
   }
 }

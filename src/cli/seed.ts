@@ -50,7 +50,7 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof SeedError) {
       const at =
         err.line === null ? '' : `:${err.line}${err.column === null ? '' : `:${err.column}`}`;
-      console.error(`${file}${at}: ${err.message}`);
+      console.error(`${file}${at}: ${err.reason}`);
       console.error('nothing written');
       return 1;
     }
