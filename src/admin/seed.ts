@@ -160,7 +160,7 @@ export async function applySeed(
   for (const s of validated.pendingLocations) resolutionProblems(s.index, s.locations);
 
   if (problems.length > 0) {
-    deps.logger.info({ problems: problems.length }, 'seed refused');
+    deps.logger.debug({ problems: problems.length }, 'seed refused');
     return { ok: false, problems: sortProblems(problems) };
   }
 
@@ -183,7 +183,7 @@ export async function applySeed(
     return plan;
   });
   for (const generated of result.generatedSecrets) registerSecret(generated.secret);
-  deps.logger.info({ ...result.counts }, 'seed applied');
+  deps.logger.debug({ ...result.counts }, 'seed applied');
   return { ok: true, ...result.counts, generatedSecrets: result.generatedSecrets };
 }
 
