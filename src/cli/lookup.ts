@@ -1,5 +1,45 @@
-// Placeholder until the issue that builds `qwn lookup` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn lookup: not yet available');
-  return Promise.resolve(1);
+import { UsageError } from './command.js';
+import {
+  numberOption,
+  parseCommandLine,
+  printPlaces,
+  stringOption,
+  withClient,
+} from './qweather-command.js';
+
+const USAGE =
+  'usage: qwn lookup <text|Location ID|lon,lat|ADCode> [--adm A] [--range cn] [--number N] [--lang L] [--json]';
+
+/** `qwn lookup`: the city lookup as a table (INTERFACE §1). */
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      adm: { type: 'string' },
+      range: { type: 'string' },
+      number: { type: 'string' },
+      lang: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'lookup',
+  );
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  // Several words are one name ("New York").
+  const location = positionals.join(' ').trim();
+  if (location === '') throw new UsageError(`a place to look up is required`);
+
+  return withClient('lookup', async (client) => {
+    const places = await client.lookupCity({
+      location,
+      adm: stringOption(values.adm),
+      range: stringOption(values.range),
+      number: numberOption(values.number),
+      lang: stringOption(values.lang),
+    });
+    printPlaces(places, values.json === true, undefined, `No place matches "${location}".`);
+    return 0;
+  });
 }

@@ -1,5 +1,62 @@
-// Placeholder until the issue that builds `qwn poi` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn poi: not yet available');
-  return Promise.resolve(1);
+import { UsageError } from './command.js';
+import {
+  POI_COLUMNS,
+  numberOption,
+  parseCommandLine,
+  printPlaces,
+  stringOption,
+  withClient,
+} from './qweather-command.js';
+
+const USAGE = [
+  'usage: qwn poi <text> [--type scenic] [--city C] [--number N] [--lang L] [--json]',
+  '       qwn poi --near <lon,lat> [--radius KM] [--type scenic] [--number N] [--lang L] [--json]',
+].join('\n');
+
+/** `qwn poi`: POI search by name, or around a point (INTERFACE §1). */
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      type: { type: 'string' },
+      city: { type: 'string' },
+      near: { type: 'string' },
+      radius: { type: 'string' },
+      number: { type: 'string' },
+      lang: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'poi',
+  );
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const text = positionals.join(' ').trim();
+  const near = stringOption(values.near);
+  if ((text === '') === (near === undefined)) {
+    throw new UsageError(`give either a POI name or --near <lon,lat>`);
+  }
+  if (near !== undefined && values.city !== undefined) {
+    throw new UsageError('--city applies to a search by name, not to --near');
+  }
+  if (near === undefined && values.radius !== undefined) {
+    throw new UsageError('--radius applies to --near, not to a search by name');
+  }
+  // `scenic` is the only category QWeather offers; the client rejects anything else.
+  const type = (stringOption(values.type) ?? 'scenic') as 'scenic';
+  const common = {
+    type,
+    number: numberOption(values.number),
+    lang: stringOption(values.lang),
+  };
+
+  return withClient('poi', async (client) => {
+    const pois =
+      near === undefined
+        ? await client.lookupPoi({ location: text, city: stringOption(values.city), ...common })
+        : await client.poiRange({ location: near, radius: numberOption(values.radius), ...common });
+    printPlaces(pois, values.json === true, POI_COLUMNS, 'No points of interest found.');
+    return 0;
+  });
 }

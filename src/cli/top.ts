@@ -1,5 +1,39 @@
-// Placeholder until the issue that builds `qwn top` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn top: not yet available');
-  return Promise.resolve(1);
+import { UsageError } from './command.js';
+import {
+  numberOption,
+  parseCommandLine,
+  printPlaces,
+  stringOption,
+  withClient,
+} from './qweather-command.js';
+
+const USAGE = 'usage: qwn top [--range world|cn|…] [--number N] [--lang L] [--json]';
+
+/** `qwn top`: popular cities (INTERFACE §1). */
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      range: { type: 'string' },
+      number: { type: 'string' },
+      lang: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'top',
+  );
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected "${positionals[0]}"`);
+
+  return withClient('top', async (client) => {
+    const places = await client.topCities({
+      range: stringOption(values.range),
+      number: numberOption(values.number),
+      lang: stringOption(values.lang),
+    });
+    printPlaces(places, values.json === true);
+    return 0;
+  });
 }
