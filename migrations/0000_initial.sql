@@ -46,6 +46,7 @@ CREATE TABLE "places" (
 	"country" text,
 	"last_fetched_at" timestamp with time zone,
 	"last_ok_at" timestamp with time zone,
+	"last_cycle_id" uuid,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "places_id_format" CHECK ("places"."id" ~ '^[A-Za-z0-9]{1,32}$'),
 	CONSTRAINT "places_name_present" CHECK (length(btrim("places"."name")) > 0),

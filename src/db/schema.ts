@@ -41,6 +41,8 @@ export const places = pgTable(
     /** When the upstream was last asked about this place, and when it last answered well. */
     lastFetchedAt: tstz('last_fetched_at'),
     lastOkAt: tstz('last_ok_at'),
+    /** The last cycle whose check of this place was applied: a re-run check does nothing. */
+    lastCycleId: uuid('last_cycle_id'),
     createdAt: tstz('created_at').notNull().defaultNow(),
   },
   (t) => [

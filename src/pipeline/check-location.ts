@@ -1,0 +1,333 @@
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import type { Db } from '../db/client.js';
+import { queryRows } from '../db/client.js';
+import { deliveries, events, warnings } from '../db/schema.js';
+import {
+  DEFAULT_DETECT_SETTINGS,
+  detectChanges,
+  type DetectedEvent,
+  type EventType,
+  type FetchOutcome,
+  type TrackedWarning,
+} from '../domain/detect.js';
+import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
+import { parseLevel, type Warning } from '../domain/warning.js';
+import type { PipelineContext } from './context.js';
+import { deliverJobId } from './queues.js';
+
+export const CHECK_JOB = 'check';
+
+export const checkPayload = z.object({
+  cycleId: z.string().uuid(),
+  placeId: z.string().regex(/^[A-Za-z0-9]{1,32}$/),
+});
+export type CheckPayload = z.infer<typeof checkPayload>;
+
+/**
+ * A check that failed for good (the database kept failing) still counts for its cycle, so the
+ * cycle ends and `poll --once` does not wait for it forever.
+ */
+export async function recordFailedCheck(
+  ctx: PipelineContext,
+  payload: CheckPayload,
+  error: unknown,
+): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await ctx.db.execute(sql`
+    UPDATE poll_cycles SET
+      checked = checked + 1,
+      error = coalesce(error, ${`check of ${payload.placeId} failed: ${message.slice(0, 500)}`}),
+      status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
+      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
+                         ELSE finished_at END
+    WHERE id = ${payload.cycleId}`);
+}
+
+export interface CheckOutcome {
+  /** false when this cycle's check of the place had already been applied (a re-run job). */
+  applied: boolean;
+  fetchOk: boolean;
+  events: Record<EventType, number>;
+  deliveryIds: string[];
+}
+
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+interface WarningRow {
+  warning_id: string;
+  state: TrackedWarning['state'];
+  record: Omit<Warning, 'raw'>;
+  raw: unknown;
+  first_seen: Date;
+  last_seen: Date;
+  misses: number;
+  closed_at: Date | null;
+}
+
+interface SubscriptionRow {
+  subscriber_id: string;
+  channel: 'email' | 'webhook';
+  min_level: string | null;
+  types: string[] | null;
+  events: EventType[] | null;
+}
+
+function toTracked(row: WarningRow): TrackedWarning {
+  return {
+    id: row.warning_id,
+    state: row.state,
+    warning: { ...row.record, raw: row.raw },
+    firstSeen: new Date(row.first_seen),
+    lastSeen: new Date(row.last_seen),
+    misses: row.misses,
+    closedAt: row.closed_at ? new Date(row.closed_at) : null,
+  };
+}
+
+function toFilter(row: SubscriptionRow): SubscriptionFilter {
+  return {
+    minLevel: parseLevel(row.min_level) ?? null,
+    types: row.types,
+    events: row.events,
+  };
+}
+
+function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
+  const { raw: _raw, ...record } = warning;
+  return record;
+}
+
+const instant = (text: string | null) => {
+  if (!text) return null;
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? null : new Date(ms);
+};
+
+async function writeWarnings(tx: Tx, placeId: string, changes: TrackedWarning[]): Promise<void> {
+  if (changes.length === 0) return;
+  await tx
+    .insert(warnings)
+    .values(
+      changes.map((t) => ({
+        placeId,
+        warningId: t.id,
+        state: t.state,
+        title: t.warning.title,
+        level: t.warning.level,
+        typeCode: t.warning.typeCode,
+        typeName: t.warning.typeName,
+        status: t.warning.status,
+        startTime: instant(t.warning.startTime),
+        endTime: instant(t.warning.endTime),
+        record: withoutRaw(t.warning),
+        raw: t.warning.raw ?? null,
+        firstSeen: t.firstSeen,
+        lastSeen: t.lastSeen,
+        misses: t.misses,
+        closedAt: t.closedAt,
+      })),
+    )
+    .onConflictDoUpdate({
+      target: [warnings.placeId, warnings.warningId],
+      set: {
+        state: sql`excluded.state`,
+        title: sql`excluded.title`,
+        level: sql`excluded.level`,
+        typeCode: sql`excluded.type_code`,
+        typeName: sql`excluded.type_name`,
+        status: sql`excluded.status`,
+        startTime: sql`excluded.start_time`,
+        endTime: sql`excluded.end_time`,
+        record: sql`excluded.record`,
+        raw: sql`excluded.raw`,
+        lastSeen: sql`excluded.last_seen`,
+        misses: sql`excluded.misses`,
+        closedAt: sql`excluded.closed_at`,
+      },
+    });
+}
+
+/**
+ * Inserts the events and, for each one new to the store, one delivery row per subscriber whose
+ * filters let it through. The unique constraints make a repeated event or delivery a no-op
+ * (DESIGN invariant 2), whatever ran before.
+ */
+async function writeEventsAndDeliveries(
+  tx: Tx,
+  input: { cycleId: string; placeId: string; detected: DetectedEvent[]; now: Date },
+): Promise<string[]> {
+  if (input.detected.length === 0) return [];
+  const inserted = await tx
+    .insert(events)
+    .values(
+      input.detected.map((e) => ({
+        cycleId: input.cycleId,
+        placeId: input.placeId,
+        warningId: e.warningId,
+        type: e.type,
+        supersedes: e.supersedes,
+        record: withoutRaw(e.warning),
+        detectedAt: input.now,
+      })),
+    )
+    .onConflictDoNothing()
+    .returning({ id: events.id, warningId: events.warningId, type: events.type });
+  if (inserted.length === 0) return [];
+
+  const subscriptions = await queryRows<SubscriptionRow>(
+    tx,
+    sql`SELECT s.subscriber_id, s.min_level, s.types, s.events,
+          CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel
+        FROM subscriptions s JOIN subscribers u ON u.id = s.subscriber_id
+        WHERE s.place_id = ${input.placeId} AND u.active`,
+  );
+  const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
+  const rows: (typeof deliveries.$inferInsert)[] = [];
+  for (const event of inserted) {
+    const detected = byKey.get(`${event.type}\u0000${event.warningId}`);
+    if (!detected) continue;
+    for (const sub of subscriptions) {
+      if (!filterAccepts(toFilter(sub), { type: detected.type, warning: detected.warning })) {
+        continue;
+      }
+      rows.push({
+        subscriberId: sub.subscriber_id,
+        eventId: event.id,
+        cycleId: input.cycleId,
+        placeId: input.placeId,
+        warningId: detected.warningId,
+        eventType: detected.type,
+        channel: sub.channel,
+        nextAttemptAt: input.now,
+      });
+    }
+  }
+  if (rows.length === 0) return [];
+  const created: string[] = [];
+  // Bounded statements: a national storm can owe thousands of rows to one place.
+  for (let i = 0; i < rows.length; i += 1000) {
+    const batch = await tx
+      .insert(deliveries)
+      .values(rows.slice(i, i + 1000))
+      .onConflictDoNothing()
+      .returning({ id: deliveries.id });
+    for (const r of batch) created.push(r.id);
+  }
+  return created;
+}
+
+const NO_EVENTS = (): Record<EventType, number> => ({ new: 0, update: 0, cancel: 0, expired: 0 });
+
+/**
+ * The check job: fetch the warnings of one place, detect what changed, and write warnings,
+ * events and delivery rows in one transaction; enqueue the deliveries after the commit.
+ */
+export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Promise<CheckOutcome> {
+  const { cycleId, placeId } = payload;
+  const log = ctx.logger.child({ job: CHECK_JOB, cycleId, placeId });
+  const fetchStartedAt = ctx.now();
+
+  let fetch: FetchOutcome;
+  try {
+    const answer = await ctx.upstream.warningNow({ location: placeId });
+    fetch = { ok: true, warnings: answer.warnings };
+    ctx.onUpstreamResult?.('warningNow', null);
+  } catch (err) {
+    // A failed call is never read as "the warning ended" (DESIGN invariant 3): detection does
+    // not run, and the stored state stays as it was.
+    fetch = { ok: false };
+    ctx.onUpstreamResult?.('warningNow', err);
+    log.warn({ err }, 'warning check failed');
+  }
+  const now = ctx.now();
+  const settings = {
+    ...DEFAULT_DETECT_SETTINGS,
+    expireAfterMisses: ctx.config.expireAfterMisses,
+  };
+
+  const outcome = await ctx.db.transaction(async (tx) => {
+    // Serializes checks of one place across processes and cycles.
+    const [place] = await queryRows<{ last_cycle_id: string | null; last_fetched_at: Date | null }>(
+      tx,
+      sql`SELECT last_cycle_id, last_fetched_at FROM places WHERE id = ${placeId} FOR UPDATE`,
+    );
+    const result: CheckOutcome = {
+      applied: true,
+      fetchOk: fetch.ok,
+      events: NO_EVENTS(),
+      deliveryIds: [],
+    };
+    if (place?.last_cycle_id === cycleId) return { ...result, applied: false };
+    // An answer fetched before one already applied is stale: applying it could count a miss
+    // twice or bring back what a newer answer closed.
+    const stale =
+      place?.last_fetched_at != null && new Date(place.last_fetched_at) > fetchStartedAt;
+
+    if (fetch.ok && !stale) {
+      const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
+      const tracked = (
+        await queryRows<WarningRow>(
+          tx,
+          sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
+              FROM warnings WHERE place_id = ${placeId} AND last_seen > ${windowStart}`,
+        )
+      ).map(toTracked);
+      const detected = detectChanges({ tracked, fetch, now, settings });
+      if (detected.seen.length > 0) {
+        await tx.execute(sql`
+          UPDATE warnings SET last_seen = ${now}, misses = 0
+          WHERE place_id = ${placeId} AND warning_id = ANY(${sql.param(detected.seen)}::text[])`);
+      }
+      await writeWarnings(tx, placeId, detected.changes);
+      result.deliveryIds = await writeEventsAndDeliveries(tx, {
+        cycleId,
+        placeId,
+        detected: detected.events,
+        now,
+      });
+      for (const e of detected.events) result.events[e.type] += 1;
+    }
+
+    await tx.execute(sql`
+      UPDATE places SET last_cycle_id = ${cycleId},
+        last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
+        last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END
+      WHERE id = ${placeId}`);
+    // The cycle row is updated last so that its lock is held for the shortest time.
+    await tx.execute(sql`
+      UPDATE poll_cycles SET
+        checked = checked + 1,
+        upstream_calls = upstream_calls + 1,
+        upstream_errors = upstream_errors + ${fetch.ok ? 0 : 1},
+        events_new = events_new + ${result.events.new},
+        events_update = events_update + ${result.events.update},
+        events_cancel = events_cancel + ${result.events.cancel},
+        events_expired = events_expired + ${result.events.expired},
+        deliveries_created = deliveries_created + ${result.deliveryIds.length},
+        status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
+        finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN ${now}
+                           ELSE finished_at END
+      WHERE id = ${cycleId}`);
+    return result;
+  });
+
+  if (outcome.deliveryIds.length > 0) {
+    // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
+    await ctx.queues.deliver.addBulk(
+      outcome.deliveryIds.map((deliveryId) => ({
+        name: 'deliver',
+        data: { deliveryId },
+        opts: { jobId: deliverJobId(deliveryId, 0) },
+      })),
+    );
+  }
+  const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
+  if (total > 0 || !outcome.applied) {
+    log.info(
+      { events: outcome.events, deliveries: outcome.deliveryIds.length, applied: outcome.applied },
+      'warnings checked',
+    );
+  }
+  return outcome;
+}

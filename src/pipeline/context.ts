@@ -1,0 +1,26 @@
+import type { Mailer } from '../channels/email.js';
+import type { WebhookSender } from '../channels/webhook.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/client.js';
+import type { Logger } from '../logger.js';
+import type { QWeatherClient } from '../qweather/client.js';
+import type { Queues } from './queues.js';
+
+/**
+ * Everything a job touches, built once by the composition root (the CLI command) and handed to
+ * every processor (STYLE §8). Tests hand in real adapters pointed at test servers.
+ */
+export interface PipelineContext {
+  readonly config: Config;
+  readonly db: Db;
+  readonly upstream: Pick<QWeatherClient, 'warningList' | 'warningNow'>;
+  readonly queues: Queues;
+  readonly logger: Logger;
+  readonly mailer: Mailer;
+  readonly webhooks: WebhookSender;
+  /** The clock, passed in so that tests can fix it. */
+  readonly now: () => Date;
+  readonly random: () => number;
+  /** Called with every upstream failure, so health can report auth and retirement problems. */
+  readonly onUpstreamResult?: (operation: string, error: unknown) => void;
+}

@@ -1,0 +1,200 @@
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { EmailError } from '../channels/email.js';
+import { WebhookError } from '../channels/webhook.js';
+import { queryRows } from '../db/client.js';
+import type { EventType } from '../domain/detect.js';
+import type { Notification } from '../domain/render.js';
+import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
+import type { Warning } from '../domain/warning.js';
+import { scrub } from '../logger.js';
+import type { PipelineContext } from './context.js';
+import { deliverJobId } from './queues.js';
+
+export const DELIVER_JOB = 'deliver';
+
+export const deliverPayload = z.object({ deliveryId: z.string().uuid() });
+export type DeliverPayload = z.infer<typeof deliverPayload>;
+
+/**
+ * How long a sender holds a row. Longer than any single send (SMTP and webhook timeouts are
+ * well under a minute), so only a crashed sender's claim ever runs out.
+ */
+const CLAIM_SECONDS = 120;
+
+/** A deliver job may fire a moment before the row's time (clocks of app and database). */
+const EARLY_TOLERANCE_SECONDS = 5;
+
+export type DeliverOutcome = 'sent' | 'retrying' | 'dead' | 'skipped';
+
+interface ClaimedRow {
+  id: string;
+  attempts: number;
+  channel: 'email' | 'webhook';
+  event_type: EventType;
+  warning_id: string;
+  place_id: string;
+  subscriber_id: string;
+  email: string | null;
+  webhook_url: string | null;
+  webhook_secret: string | null;
+  lang: 'zh' | 'en';
+  active: boolean;
+  record: Omit<Warning, 'raw'>;
+  supersedes: string[];
+  detected_at: Date;
+  place_name: string | null;
+  place_tz: string | null;
+}
+
+const ATTRIBUTION = {
+  zh: '天气数据来源：和风天气 QWeather',
+  en: 'Weather data: QWeather',
+} as const;
+
+/** Claims a due row for this attempt; null when it is sent, dead, not due, or held elsewhere. */
+async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedRow | null> {
+  const [row] = await queryRows<ClaimedRow>(
+    ctx.db,
+    sql`WITH claimed AS (
+          UPDATE deliveries SET
+            attempts = attempts + 1,
+            claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
+            updated_at = now()
+          WHERE id = ${deliveryId}
+            AND status IN ('pending', 'retrying')
+            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
+            AND (claimed_until IS NULL OR claimed_until < now())
+          RETURNING *)
+        SELECT c.id, c.attempts, c.channel, c.event_type, c.warning_id, c.place_id, c.subscriber_id,
+               s.email, s.webhook_url, s.webhook_secret, s.lang, s.active,
+               e.record, e.supersedes, e.detected_at,
+               p.name AS place_name, p.tz AS place_tz
+        FROM claimed c
+        JOIN subscribers s ON s.id = c.subscriber_id
+        JOIN events e ON e.id = c.event_id
+        LEFT JOIN places p ON p.id = c.place_id`,
+  );
+  return row ?? null;
+}
+
+export function notificationFor(row: ClaimedRow): Notification {
+  return {
+    deliveryId: row.id,
+    eventType: row.event_type,
+    occurredAt: new Date(row.detected_at),
+    location: {
+      id: row.place_id,
+      name: row.place_name ?? row.place_id,
+      tz: row.place_tz ?? 'Asia/Shanghai',
+    },
+    warning: { ...row.record, raw: null },
+    supersedes: row.supersedes,
+    attribution: ATTRIBUTION[row.lang],
+    lang: row.lang,
+  };
+}
+
+interface Failure {
+  retryable: boolean;
+  message: string;
+  retryAfterMs?: number;
+  gone?: boolean;
+}
+
+function classify(err: unknown): Failure {
+  const message = scrub(err instanceof Error ? err.message : String(err)).slice(0, 1000);
+  if (err instanceof WebhookError) {
+    return {
+      retryable: err.retryable,
+      message,
+      gone: err.gone,
+      ...(err.retryAfterMs === undefined ? {} : { retryAfterMs: err.retryAfterMs }),
+    };
+  }
+  if (err instanceof EmailError) {
+    const reply = err.response ? `${message} (${scrub(err.response)})` : message;
+    return { retryable: err.retryable, message: reply.slice(0, 1000) };
+  }
+  // Anything unexpected in a send is treated as passing: the schedule bounds the retries.
+  return { retryable: true, message };
+}
+
+/** The deliver job: one attempt at one delivery row, then the row's next state. */
+export async function runDeliver(
+  ctx: PipelineContext,
+  payload: DeliverPayload,
+): Promise<DeliverOutcome> {
+  const log = ctx.logger.child({ job: DELIVER_JOB, deliveryId: payload.deliveryId });
+  const row = await claim(ctx, payload.deliveryId);
+  if (!row) {
+    log.debug('delivery not due or already handled');
+    return 'skipped';
+  }
+
+  let failure: Failure | null = null;
+  if (!row.active) {
+    failure = { retryable: false, message: 'subscriber is paused or disabled' };
+  } else {
+    const notification = notificationFor(row);
+    try {
+      if (row.channel === 'email') {
+        await ctx.mailer.send(row.email!, notification);
+      } else {
+        await ctx.webhooks.send(
+          { url: row.webhook_url!, secret: row.webhook_secret! },
+          notification,
+        );
+      }
+    } catch (err) {
+      failure = classify(err);
+    }
+  }
+
+  if (!failure) {
+    await ctx.db.execute(sql`
+      UPDATE deliveries SET status = 'sent', sent_at = now(), claimed_until = NULL,
+        last_error = NULL, updated_at = now()
+      WHERE id = ${row.id}`);
+    log.info({ channel: row.channel, attempt: row.attempts }, 'notification delivered');
+    return 'sent';
+  }
+
+  if (failure.gone) {
+    await ctx.db.execute(sql`
+      UPDATE subscribers SET active = false, updated_at = now(),
+        disabled_reason = ${`webhook answered 410 Gone at ${new Date().toISOString()}`}
+      WHERE id = ${row.subscriber_id}`);
+    log.warn({ subscriberId: row.subscriber_id }, 'webhook gone, subscriber disabled');
+  }
+
+  if (!failure.retryable || row.attempts >= MAX_DELIVERY_ATTEMPTS) {
+    await ctx.db.execute(sql`
+      UPDATE deliveries SET status = 'dead', claimed_until = NULL, last_error = ${failure.message},
+        updated_at = now()
+      WHERE id = ${row.id}`);
+    log.warn(
+      { channel: row.channel, attempt: row.attempts, error: failure.message },
+      'delivery dead',
+    );
+    return 'dead';
+  }
+
+  const delayMs = retryDelayMs(row.attempts, ctx.random, failure.retryAfterMs);
+  await ctx.db.execute(sql`
+    UPDATE deliveries SET status = 'retrying', claimed_until = NULL,
+      last_error = ${failure.message},
+      next_attempt_at = now() + make_interval(secs => ${delayMs / 1000}),
+      updated_at = now()
+    WHERE id = ${row.id}`);
+  await ctx.queues.deliver.add(
+    DELIVER_JOB,
+    { deliveryId: row.id },
+    { jobId: deliverJobId(row.id, row.attempts), delay: delayMs },
+  );
+  log.info(
+    { channel: row.channel, attempt: row.attempts, delayMs, error: failure.message },
+    'delivery will be retried',
+  );
+  return 'retrying';
+}

@@ -1,0 +1,115 @@
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { queryRows } from '../db/client.js';
+import { pollCycles } from '../db/schema.js';
+import { scrub } from '../logger.js';
+import type { PipelineContext } from './context.js';
+import { checkJobId } from './queues.js';
+
+export const POLL_JOB = 'poll';
+
+/** Scheduler jobs carry no data; `poll --once` passes its own job key. */
+export const pollPayload = z.object({ jobKey: z.string().min(1).optional() });
+
+export type PollOutcome =
+  | { ok: true; cycleId: string; listed: number; planned: number }
+  | { ok: false; cycleId: string; error: string };
+
+/**
+ * Which places a cycle checks: those listed that someone watches, plus watched places that
+ * still hold open warnings but left the list (to confirm their end). Nobody's unwatched place
+ * costs an upstream call, unless the archive option asks for every listed place.
+ */
+export function planChecks(input: {
+  listed: readonly string[];
+  watched: ReadonlySet<string>;
+  withOpenWarnings: ReadonlySet<string>;
+  checkAllListed: boolean;
+}): string[] {
+  const listed = new Set(input.listed);
+  const plan = new Set<string>();
+  for (const id of listed) {
+    if (input.checkAllListed || input.watched.has(id)) plan.add(id);
+  }
+  for (const id of input.withOpenWarnings) {
+    if (!listed.has(id) && (input.checkAllListed || input.watched.has(id))) plan.add(id);
+  }
+  return [...plan].sort();
+}
+
+async function openCycle(ctx: PipelineContext, jobKey: string | undefined): Promise<string> {
+  const rows = await ctx.db
+    .insert(pollCycles)
+    .values({ jobKey: jobKey ?? null, startedAt: ctx.now() })
+    // A retried poll job finds the cycle it already opened.
+    .onConflictDoUpdate({ target: pollCycles.jobKey, set: { status: 'running' } })
+    .returning({ id: pollCycles.id });
+  return rows[0]!.id;
+}
+
+/** The poll job: one warning-list call, then one check job per place that needs it. */
+export async function runPoll(
+  ctx: PipelineContext,
+  payload: z.infer<typeof pollPayload>,
+): Promise<PollOutcome> {
+  const cycleId = await openCycle(ctx, payload.jobKey);
+  const log = ctx.logger.child({ job: POLL_JOB, cycleId });
+
+  let listedIds: string[];
+  try {
+    const list = await ctx.upstream.warningList({ range: ctx.config.warningRange });
+    listedIds = [...new Set(list.locationIds)];
+    ctx.onUpstreamResult?.('warningList', null);
+  } catch (err) {
+    ctx.onUpstreamResult?.('warningList', err);
+    const message = scrub(err instanceof Error ? err.message : String(err));
+    await ctx.db.execute(sql`
+      UPDATE poll_cycles SET status = 'failed', finished_at = ${ctx.now()}, error = ${message},
+        upstream_calls = upstream_calls + 1, upstream_errors = upstream_errors + 1
+      WHERE id = ${cycleId}`);
+    log.error({ err }, 'warning list failed');
+    return { ok: false, cycleId, error: message };
+  }
+
+  const watchedRows = await queryRows<{ place_id: string }>(
+    ctx.db,
+    sql`SELECT DISTINCT s.place_id FROM subscriptions s
+        JOIN subscribers u ON u.id = s.subscriber_id WHERE u.active`,
+  );
+  const openRows = await queryRows<{ place_id: string }>(
+    ctx.db,
+    sql`SELECT DISTINCT place_id FROM warnings WHERE state = 'open'`,
+  );
+  const plan = planChecks({
+    listed: listedIds,
+    watched: new Set(watchedRows.map((r) => r.place_id)),
+    withOpenWarnings: new Set(openRows.map((r) => r.place_id)),
+    checkAllListed: ctx.config.checkAllListed,
+  });
+
+  if (ctx.config.checkAllListed && plan.length > 0) {
+    // The archive keeps places nobody watches; they need a row to hold their check state.
+    await ctx.db.execute(sql`
+      INSERT INTO places (id, name)
+      SELECT id, id FROM unnest(${sql.param(plan)}::text[]) AS t(id)
+      ON CONFLICT (id) DO NOTHING`);
+  }
+
+  const finished = plan.length === 0;
+  await ctx.db.execute(sql`
+    UPDATE poll_cycles SET listed = ${listedIds.length}, planned = ${plan.length},
+      upstream_calls = upstream_calls + 1,
+      status = ${finished ? 'done' : 'running'},
+      finished_at = ${finished ? ctx.now() : null}
+    WHERE id = ${cycleId}`);
+
+  await ctx.queues.check.addBulk(
+    plan.map((placeId) => ({
+      name: 'check',
+      data: { cycleId, placeId },
+      opts: { jobId: checkJobId(cycleId, placeId) },
+    })),
+  );
+  log.info({ listed: listedIds.length, planned: plan.length }, 'cycle planned');
+  return { ok: true, cycleId, listed: listedIds.length, planned: plan.length };
+}

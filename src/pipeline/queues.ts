@@ -1,0 +1,89 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import { Redis } from 'ioredis';
+
+/**
+ * The BullMQ side: four queues, one job kind each. Redis only carries ids (STYLE §3); what a
+ * job needs is read from Postgres, which stays the truth (DESIGN invariant 1).
+ */
+export const QUEUE_NAMES = {
+  poll: 'poll',
+  check: 'check',
+  deliver: 'deliver',
+  sweep: 'sweep',
+} as const;
+export type QueueName = (typeof QUEUE_NAMES)[keyof typeof QUEUE_NAMES];
+
+export interface Queues {
+  readonly poll: Queue;
+  readonly check: Queue;
+  readonly deliver: Queue;
+  readonly sweep: Queue;
+  readonly prefix: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Bounded job history: enough to inspect recent work without letting Redis grow without end
+ * (BullMQ's production guide). Failed jobs are kept longer for post-mortems.
+ */
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  removeOnComplete: { count: 1000, age: 3600 },
+  removeOnFail: { count: 5000, age: 7 * 24 * 3600 },
+};
+
+/**
+ * Workers block on Redis, so their connections must never give up on a command
+ * (`maxRetriesPerRequest: null`, required by BullMQ for workers).
+ */
+export function createRedis(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true });
+}
+
+/**
+ * Attempts cover infrastructure failures (Postgres unreachable mid-job). Upstream and delivery
+ * failures are handled inside the jobs: a failed check waits for the next cycle, a failed send
+ * is rescheduled through the ledger.
+ */
+const ATTEMPTS: Record<QueueName, number> = { poll: 2, check: 3, deliver: 3, sweep: 1 };
+
+export function createQueues(connection: Redis, prefix: string): Queues {
+  const make = (name: QueueName) =>
+    new Queue(name, {
+      connection,
+      prefix,
+      defaultJobOptions: {
+        ...DEFAULT_JOB_OPTIONS,
+        attempts: ATTEMPTS[name],
+        backoff: { type: 'exponential', delay: 2000 },
+      },
+    });
+  const queues = {
+    poll: make('poll'),
+    check: make('check'),
+    deliver: make('deliver'),
+    sweep: make('sweep'),
+  };
+  return {
+    ...queues,
+    prefix,
+    async close() {
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+    },
+  };
+}
+
+// Job ids must not contain ':' (BullMQ uses it as its key separator); uuids and Location IDs
+// never do.
+
+/** One check per place per cycle, however often the poll job is retried. */
+export function checkJobId(cycleId: string, placeId: string): string {
+  return `${cycleId}_${placeId}`;
+}
+
+/**
+ * One deliver job per delivery row and attempt: the row's id plus how many attempts it has had,
+ * so a retry scheduled after a failure never collides with the finished job of the last attempt.
+ */
+export function deliverJobId(deliveryId: string, attempts: number): string {
+  return `${deliveryId}_${attempts}`;
+}

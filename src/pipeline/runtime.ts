@@ -1,0 +1,84 @@
+import { createMailer } from '../channels/email.js';
+import { createWebhookSender } from '../channels/webhook.js';
+import type { Config } from '../config.js';
+import { openPostgres, type Database } from '../db/client.js';
+import { registerSecret, type Logger } from '../logger.js';
+import { createClientFromConfig } from '../qweather/client.js';
+import type { PipelineContext } from './context.js';
+import { createQueues, createRedis } from './queues.js';
+import type { Redis } from 'ioredis';
+
+export interface Runtime {
+  readonly ctx: PipelineContext;
+  readonly redis: Redis;
+  readonly database: Database;
+  close(): Promise<void>;
+}
+
+export class MissingSettingError extends Error {
+  override name = 'MissingSettingError';
+}
+
+/**
+ * The composition root shared by `qwn poll`, `qwn worker` and the demo: real Postgres, Redis,
+ * upstream client and channels, built from the one Config (STYLE §8).
+ */
+export function createRuntime(
+  config: Config,
+  logger: Logger,
+  options: {
+    database?: Database;
+    onUpstreamResult?: PipelineContext['onUpstreamResult'];
+    now?: () => Date;
+  } = {},
+): Runtime {
+  if (!config.qweather.apiUrl) throw new MissingSettingError('QWEATHER_API_URL is not set');
+  if (!options.database && !config.databaseUrl) {
+    throw new MissingSettingError('DATABASE_URL is not set');
+  }
+  registerSecret(config.qweather.apiKey);
+  registerSecret(config.qweather.jwt?.privateKeyPem);
+  if (config.smtpUrl) {
+    const password = /^smtps?:\/\/[^:/@]*:([^@]*)@/.exec(config.smtpUrl)?.[1];
+    registerSecret(password ? decodeURIComponent(password) : undefined);
+  }
+
+  const database =
+    options.database ??
+    openPostgres(config.databaseUrl!, {
+      poolSize: Math.max(10, config.checkConcurrency + Math.ceil(config.deliveryConcurrency / 2)),
+    });
+  const redis = createRedis(config.redisUrl);
+  redis.on('error', (err) => logger.error({ err }, 'redis connection error'));
+  const queues = createQueues(redis, config.queuePrefix);
+  const upstream = createClientFromConfig(config, logger);
+  const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
+  const webhooks = createWebhookSender({
+    allowPrivate: config.webhookAllowPrivate,
+    timeoutMs: config.webhookTimeoutMs,
+    logger,
+  });
+  const ctx: PipelineContext = {
+    config,
+    db: database.db,
+    upstream,
+    queues,
+    logger,
+    mailer,
+    webhooks,
+    now: options.now ?? (() => new Date()),
+    random: Math.random,
+    ...(options.onUpstreamResult ? { onUpstreamResult: options.onUpstreamResult } : {}),
+  };
+  return {
+    ctx,
+    redis,
+    database,
+    async close() {
+      await queues.close();
+      await Promise.allSettled([upstream.close(), mailer.close(), webhooks.close()]);
+      redis.disconnect();
+      if (!options.database) await database.close();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { queryRows } from '../db/client.js';
+import type { PipelineContext } from './context.js';
+import { DELIVER_JOB } from './deliver.js';
+import { deliverJobId } from './queues.js';
+
+export const SWEEP_JOB = 'sweep';
+
+export const sweepPayload = z.object({
+  /** Rows due for less than this are left to the job enqueued with them. */
+  graceSeconds: z.number().min(0).max(3600).optional(),
+});
+
+/** Warning ids are valid at most 72 hours upstream; older rows can never match again. */
+const WARNING_RETENTION_HOURS = 72;
+const DEFAULT_GRACE_SECONDS = 30;
+const BATCH = 5000;
+
+/** BullMQ states in which a job will still run by itself. */
+const LIVE_STATES = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
+
+export interface SweepOutcome {
+  requeued: number;
+  pruned: number;
+  cyclesClosed: number;
+}
+
+/**
+ * The sweeper: Postgres is the truth, so any delivery row that is due and has no live job
+ * (Redis flushed, a process killed between commit and enqueue) gets one again
+ * (DESIGN invariant 1). It also prunes warnings nobody can see again and closes cycles whose
+ * checks were lost.
+ */
+export async function runSweep(
+  ctx: PipelineContext,
+  payload: z.infer<typeof sweepPayload>,
+): Promise<SweepOutcome> {
+  const log = ctx.logger.child({ job: SWEEP_JOB });
+  const grace = payload.graceSeconds ?? DEFAULT_GRACE_SECONDS;
+  const due = await queryRows<{ id: string; attempts: number }>(
+    ctx.db,
+    sql`SELECT id, attempts FROM deliveries
+        WHERE status IN ('pending', 'retrying')
+          AND next_attempt_at <= now() - make_interval(secs => ${grace})
+          AND (claimed_until IS NULL OR claimed_until < now())
+        ORDER BY next_attempt_at
+        LIMIT ${BATCH}`,
+  );
+  let requeued = 0;
+  for (const row of due) {
+    const jobId = deliverJobId(row.id, row.attempts);
+    const existing = await ctx.queues.deliver.getJob(jobId);
+    if (existing) {
+      const state = await existing.getState();
+      if (LIVE_STATES.has(state)) continue;
+      // A finished job keeps its id and would swallow the new one.
+      await existing.remove().catch(() => undefined);
+    }
+    await ctx.queues.deliver.add(DELIVER_JOB, { deliveryId: row.id }, { jobId });
+    requeued += 1;
+  }
+
+  const pruned = await queryRows<{ n: number }>(
+    ctx.db,
+    sql`WITH gone AS (
+          DELETE FROM warnings
+          WHERE last_seen < now() - make_interval(hours => ${WARNING_RETENTION_HOURS})
+          RETURNING 1)
+        SELECT count(*)::int AS n FROM gone`,
+  );
+  // A cycle whose check jobs vanished with Redis would otherwise stay "running" forever.
+  const closed = await queryRows<{ n: number }>(
+    ctx.db,
+    sql`WITH closed AS (
+          UPDATE poll_cycles SET status = 'failed', finished_at = now(),
+            error = coalesce(error, 'checks did not finish within an hour')
+          WHERE status = 'running' AND started_at < now() - interval '1 hour'
+          RETURNING 1)
+        SELECT count(*)::int AS n FROM closed`,
+  );
+  const outcome = { requeued, pruned: pruned[0]?.n ?? 0, cyclesClosed: closed[0]?.n ?? 0 };
+  if (outcome.requeued || outcome.pruned || outcome.cyclesClosed) log.info(outcome, 'swept');
+  return outcome;
+}

@@ -1,0 +1,141 @@
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { z } from 'zod';
+import type { PipelineContext } from './context.js';
+import { checkPayload, recordFailedCheck, runCheck } from './check-location.js';
+import { deliverPayload, runDeliver } from './deliver.js';
+import { pollPayload, runPoll } from './poll.js';
+import type { QueueName } from './queues.js';
+import { runSweep, sweepPayload } from './sweep.js';
+
+interface JobDefinition<S extends z.ZodType> {
+  readonly payload: S;
+  readonly run: (ctx: PipelineContext, payload: z.infer<S>, job: Job) => Promise<unknown>;
+}
+
+const define = <S extends z.ZodType>(d: JobDefinition<S>) => d as JobDefinition<z.ZodType>;
+
+/** One queue, one job kind, one processor (STYLE §2). */
+export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
+  poll: define({
+    payload: pollPayload,
+    // A scheduler job's id is stable across its retries: the cycle it opens is reused.
+    run: (ctx, p, job) => runPoll(ctx, { jobKey: p.jobKey ?? job.id }),
+  }),
+  check: define({
+    payload: checkPayload,
+    run: async (ctx, p, job) => {
+      try {
+        return await runCheck(ctx, p);
+      } catch (err) {
+        if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
+          await recordFailedCheck(ctx, p, err).catch(() => undefined);
+        }
+        throw err;
+      }
+    },
+  }),
+  deliver: define({ payload: deliverPayload, run: (ctx, p) => runDeliver(ctx, p) }),
+  sweep: define({ payload: sweepPayload, run: (ctx, p) => runSweep(ctx, p) }),
+};
+
+export class UnknownJobError extends Error {
+  override name = 'UnknownJobError';
+}
+
+export function jobDefinition(queue: string): JobDefinition<z.ZodType> {
+  const job = JOBS[queue as QueueName];
+  if (!job) throw new UnknownJobError(`no job is registered for queue "${queue}"`);
+  return job;
+}
+
+export interface WorkerSet {
+  readonly workers: readonly Worker[];
+  /** Lets running jobs finish (up to `timeoutMs`), then stops; BullMQ re-queues what is left. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export function startWorkers(
+  ctx: PipelineContext,
+  connection: Redis,
+  queues: readonly QueueName[],
+): WorkerSet {
+  const concurrency: Record<QueueName, number> = {
+    poll: 1,
+    check: ctx.config.checkConcurrency,
+    deliver: ctx.config.deliveryConcurrency,
+    sweep: 1,
+  };
+  const workers = queues.map((name) => {
+    const definition = jobDefinition(name);
+    const worker = new Worker(
+      name,
+      async (job: Job) => {
+        const parsed = definition.payload.safeParse(job.data);
+        if (!parsed.success) {
+          // A payload that does not parse never will: retrying it only hides the bug.
+          throw new UnrecoverableError(`invalid ${name} payload: ${parsed.error.message}`);
+        }
+        return definition.run(ctx, parsed.data, job);
+      },
+      {
+        connection,
+        prefix: ctx.queues.prefix,
+        concurrency: concurrency[name],
+        // The upstream's budget is per project, so the limit is global across all workers.
+        ...(name === 'check'
+          ? { limiter: { max: ctx.config.qweather.qpm, duration: 60_000 } }
+          : {}),
+      },
+    );
+    // Without an 'error' listener a Redis hiccup would surface as an unhandled error.
+    worker.on('error', (err) => ctx.logger.error({ err, queue: name }, 'worker error'));
+    worker.on('failed', (job, err) =>
+      ctx.logger.warn(
+        { err, queue: name, jobId: job?.id, attempt: job?.attemptsMade },
+        'job failed',
+      ),
+    );
+    return worker;
+  });
+  return {
+    workers,
+    async close(timeoutMs = 25_000) {
+      let timer: NodeJS.Timeout | undefined;
+      const graceful = Promise.all(workers.map((w) => w.close()));
+      const forced = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      });
+      const result = await Promise.race([graceful, forced]);
+      clearTimeout(timer);
+      if (result === 'timeout') {
+        ctx.logger.warn({ timeoutMs }, 'workers did not finish in time, forcing close');
+        await Promise.all(workers.map((w) => w.close(true)));
+      }
+    },
+  };
+}
+
+/**
+ * Declares the recurring jobs. Every worker process may call this: job schedulers are upserts,
+ * so one poll runs per period however many processes run (DESIGN § Choices).
+ */
+export async function scheduleRecurring(ctx: PipelineContext): Promise<void> {
+  await ctx.queues.poll.upsertJobScheduler(
+    'poll-cycle',
+    { every: ctx.config.pollIntervalSeconds * 1000 },
+    {
+      name: 'poll',
+      data: {},
+      opts: { attempts: 2, backoff: { type: 'exponential', delay: 5000 } },
+    },
+  );
+  await ctx.queues.sweep.upsertJobScheduler(
+    'sweep',
+    { every: SWEEP_EVERY_MS },
+    { name: 'sweep', data: {} },
+  );
+}
+
+/** Often enough that a lost delivery is found again within a minute. */
+export const SWEEP_EVERY_MS = 30_000;

@@ -1,0 +1,195 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { sql } from 'drizzle-orm';
+import { Redis } from 'ioredis';
+import { loadConfig, type Config } from '../../src/config.js';
+import { queryRows } from '../../src/db/client.js';
+import { createLogger } from '../../src/logger.js';
+import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
+import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
+
+const exec = promisify(execFile);
+
+export const TEST_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+export interface DeliveryRow {
+  id: string;
+  subscriber: string;
+  warning_id: string;
+  event_type: string;
+  channel: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+}
+
+export interface PollResult {
+  code: number;
+  summary: Record<string, unknown> & {
+    events: Record<string, number>;
+    deliveries: Record<string, number>;
+  };
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Real parts for pipeline tests: a fresh database, a private BullMQ prefix on the local Redis,
+ * the simulator over HTTP, an SMTP sink and a webhook receiver (STYLE §10).
+ */
+export interface PipelineHarness {
+  readonly database: TestDatabase;
+  readonly sim: Simulator;
+  readonly smtp: SmtpSink;
+  readonly hooks: WebhookReceiver;
+  readonly prefix: string;
+  /** The environment a `qwn` child process needs to use all of the above. */
+  readonly env: Record<string, string>;
+  readonly config: Config;
+  /** An in-process runtime on the same parts (closed with the harness). */
+  runtime(overrides?: Record<string, string>): Runtime;
+  addPlace(id: string, name: string, tz?: string): Promise<void>;
+  addEmailSubscriber(
+    email: string,
+    places: string[],
+    filter?: { minLevel?: string; types?: string[]; events?: string[] },
+  ): Promise<string>;
+  addWebhookSubscriber(
+    path: string,
+    places: string[],
+    filter?: { minLevel?: string; types?: string[]; events?: string[] },
+  ): Promise<string>;
+  deliveries(): Promise<DeliveryRow[]>;
+  pollOnce(extraEnv?: Record<string, string>): Promise<PollResult>;
+  close(): Promise<void>;
+}
+
+export async function startPipelineHarness(
+  options: { env?: Record<string, string> } = {},
+): Promise<PipelineHarness> {
+  const database = await createTestDatabase();
+  const sim = await startSimulator();
+  const smtp = await startSmtpSink();
+  const hooks = await startWebhookReceiver({ secret: TEST_SECRET });
+  const prefix = `qwn-test-${randomBytes(5).toString('hex')}`;
+  const env: Record<string, string> = {
+    DATABASE_URL: database.url,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: prefix,
+    QWEATHER_API_URL: sim.url,
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'qwn alerts <alerts@qwn.test>',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    QWEATHER_TIMEOUT_MS: '3000',
+    LOG_LEVEL: 'warn',
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const runtimes: Runtime[] = [];
+
+  const subscribe = async (
+    subscriberId: string,
+    places: string[],
+    filter: { minLevel?: string; types?: string[]; events?: string[] } = {},
+  ) => {
+    for (const place of places) {
+      await database.db.execute(sql`
+        INSERT INTO subscriptions (subscriber_id, place_id, min_level, types, events)
+        VALUES (${subscriberId}, ${place}, ${filter.minLevel ?? null},
+                ${sql.param(filter.types ?? null)}, ${sql.param(filter.events ?? null)})`);
+    }
+  };
+
+  return {
+    database,
+    sim,
+    smtp,
+    hooks,
+    prefix,
+    env,
+    config,
+    runtime(overrides = {}) {
+      const runtime = createRuntime(
+        loadConfig({ ...env, ...overrides }),
+        createLogger(overrides.LOG_LEVEL ?? 'silent'),
+        { database },
+      );
+      runtimes.push(runtime);
+      return runtime;
+    },
+    async addPlace(id, name, tz = 'Asia/Shanghai') {
+      await database.db.execute(
+        sql`INSERT INTO places (id, name, tz) VALUES (${id}, ${name}, ${tz}) ON CONFLICT DO NOTHING`,
+      );
+    },
+    async addEmailSubscriber(email, places, filter) {
+      const [row] = await queryRows<{ id: string }>(
+        database.db,
+        sql`INSERT INTO subscribers (name, email) VALUES (${email}, ${email}) RETURNING id`,
+      );
+      await subscribe(row!.id, places, filter);
+      return row!.id;
+    },
+    async addWebhookSubscriber(path, places, filter) {
+      const [row] = await queryRows<{ id: string }>(
+        database.db,
+        sql`INSERT INTO subscribers (name, webhook_url, webhook_secret)
+            VALUES (${path}, ${hooks.url(path)}, ${TEST_SECRET}) RETURNING id`,
+      );
+      await subscribe(row!.id, places, filter);
+      return row!.id;
+    },
+    deliveries() {
+      return queryRows<DeliveryRow>(
+        database.db,
+        sql`SELECT d.id, coalesce(s.email, s.name) AS subscriber, d.warning_id, d.event_type,
+              d.channel, d.status, d.attempts, d.last_error
+            FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+            ORDER BY d.created_at, subscriber, d.warning_id, d.event_type`,
+      );
+    },
+    async pollOnce(extraEnv = {}) {
+      const result = await exec('node', ['bin/qwn.js', 'poll', '--once'], {
+        env: { ...process.env, ...env, ...extraEnv },
+        timeout: 120_000,
+      }).then(
+        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+        (e: { code: number; stdout: string; stderr: string }) => ({
+          code: e.code,
+          stdout: e.stdout,
+          stderr: e.stderr,
+        }),
+      );
+      const lines = result.stdout.trim().split('\n');
+      let summary: PollResult['summary'];
+      try {
+        summary = JSON.parse(lines[lines.length - 1] ?? '') as PollResult['summary'];
+      } catch {
+        throw new Error(
+          `poll --once printed no summary (exit ${result.code}):\n${result.stdout}\n${result.stderr}`,
+        );
+      }
+      return { ...result, summary };
+    },
+    async close() {
+      for (const r of runtimes) await r.close();
+      const redis = new Redis(env.REDIS_URL!);
+      try {
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+          cursor = next;
+          if (keys.length > 0) await redis.del(...keys);
+        } while (cursor !== '0');
+      } finally {
+        redis.disconnect();
+      }
+      await Promise.allSettled([sim.close(), smtp.close(), hooks.close()]);
+      await database.drop();
+    },
+  };
+}
