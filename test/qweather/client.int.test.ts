@@ -4,8 +4,10 @@ import { Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { decodeProtectedHeader, exportPKCS8, generateKeyPair, jwtVerify } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import {
+  createClientFromConfig,
   createQWeatherClient,
   type QWeatherClient,
   type QWeatherClientOptions,
@@ -445,5 +447,46 @@ describe('auth', () => {
     );
     expect(error).toBeInstanceOf(AuthError);
     expect(seen).toHaveLength(0);
+  });
+});
+
+describe('createClientFromConfig', () => {
+  it('uses the key from the environment, in the header when asked', async () => {
+    handler = answer(warningListBody);
+    const c = createClientFromConfig(
+      loadConfig({
+        QWEATHER_API_URL: baseUrl,
+        QWEATHER_API_KEY: KEY,
+        QWEATHER_KEY_TRANSPORT: 'header',
+      }),
+    );
+    clients.push(c);
+    await c.warningList({ range: 'cn' });
+    expect(seen[0]?.headers['x-qw-api-key']).toBe(KEY);
+  });
+
+  it('prefers JWT credentials, and sends geo calls to QWEATHER_GEO_URL', async () => {
+    const { privateKey } = await generateKeyPair('EdDSA', { extractable: true });
+    handler = answer(cityLookupBody);
+    const c = createClientFromConfig(
+      loadConfig({
+        QWEATHER_API_URL: baseUrl,
+        QWEATHER_GEO_URL: `${baseUrl}/geo`,
+        QWEATHER_API_KEY: KEY,
+        QWEATHER_JWT_KEY_ID: 'kid',
+        QWEATHER_JWT_PROJECT_ID: 'project',
+        QWEATHER_JWT_PRIVATE_KEY: await exportPKCS8(privateKey),
+      }),
+    );
+    clients.push(c);
+    await c.lookupCity({ location: '杭州' });
+    expect(seen[0]?.pathname).toBe('/geo/v2/city/lookup');
+    expect(seen[0]?.headers.authorization).toMatch(/^Bearer /);
+    expect(seen[0]?.query.has('key')).toBe(false);
+  });
+
+  it('names QWEATHER_API_URL when it is missing', () => {
+    expect(() => createClientFromConfig(loadConfig({}))).toThrow(ConfigError);
+    expect(() => createClientFromConfig(loadConfig({}))).toThrow(/QWEATHER_API_URL/);
   });
 });

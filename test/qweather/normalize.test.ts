@@ -272,9 +272,12 @@ describe('v1 alerts', () => {
 
 describe('normalization never throws and always yields a valid level', () => {
   const validLevels: readonly string[] = [...LEVELS, 'unknown'];
-  const maybeText = fc.option(fc.oneof(fc.string(), fc.constantFrom('', '红色', 'Blue', 'Green')), {
-    nil: undefined,
-  });
+  const maybeText = fc.option(
+    fc.oneof(fc.string(), fc.constantFrom('', '红色', 'Blue', 'Green', '__proto__', 'toString')),
+    {
+      nil: undefined,
+    },
+  );
   const maybeTime = fc.option(
     fc.oneof(fc.string(), fc.constantFrom('', '2025-08-01T12:00', '2025-08-01T12:00+08:00')),
     { nil: undefined },
