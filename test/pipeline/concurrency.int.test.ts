@@ -1,0 +1,166 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCheck } from '../../src/pipeline/check-location.js';
+import type { PipelineContext } from '../../src/pipeline/context.js';
+import { runPoll } from '../../src/pipeline/poll.js';
+import { runSweep } from '../../src/pipeline/sweep.js';
+import { startWorkers } from '../../src/pipeline/workers.js';
+import { v7Warning } from '../../src/simulator/index.js';
+import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+
+const PLACES = [
+  ['101210101', '杭州'],
+  ['101210401', '宁波'],
+  ['101280101', '广州'],
+  ['101280601', '深圳'],
+] as const;
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(100);
+  }
+}
+
+/** One notification per (subscriber, warning id, event type), however many processes run. */
+describe('concurrency and lost jobs', () => {
+  let h: PipelineHarness;
+  const children: ChildProcess[] = [];
+
+  beforeEach(async () => {
+    h = await startPipelineHarness();
+    for (const [id, name] of PLACES) await h.addPlace(id, name);
+    const ids = PLACES.map(([id]) => id);
+    await h.addEmailSubscriber('desk@example.com', ids);
+    await h.addWebhookSubscriber('/a', ids);
+    await h.addWebhookSubscriber('/b', ids.slice(0, 2));
+    for (const [id] of PLACES) {
+      h.sim.setWarnings(id, [
+        v7Warning({ locationId: id, seq: 1, typeCode: '1003', level: '橙色' }),
+        v7Warning({ locationId: id, seq: 2, typeCode: '1006', level: '蓝色' }),
+      ]);
+    }
+  });
+  afterEach(async () => {
+    for (const child of children.splice(0)) {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+    await h.close();
+  });
+
+  // 4 places × 2 warnings × (email + /a) + 2 places × 2 warnings × /b
+  const OWED = 4 * 2 * 2 + 2 * 2;
+
+  it('two poll --once at the same moment create each delivery once', async () => {
+    const [one, two] = await Promise.all([h.pollOnce(), h.pollOnce()]);
+    expect(one.code).toBe(0);
+    expect(two.code).toBe(0);
+    expect(one.summary.events.new + two.summary.events.new).toBe(8);
+    const rows = await h.deliveries();
+    expect(rows).toHaveLength(OWED);
+    expect(new Set(rows.map((r) => `${r.subscriber} ${r.warning_id} ${r.event_type}`)).size).toBe(
+      OWED,
+    );
+    expect(rows.every((r) => r.status === 'sent')).toBe(true);
+    const hooks = h.hooks.requests;
+    expect(new Set(hooks.map((r) => r.headers['webhook-id'])).size).toBe(hooks.length);
+    expect(hooks).toHaveLength(4 * 2 + 2 * 2);
+    expect(h.smtp.messages).toHaveLength(8);
+  });
+
+  it('two workers side by side poll once per period and deliver each notification once', async () => {
+    const env = { ...process.env, ...h.env, POLL_INTERVAL_SECONDS: '2', HTTP_PORT: '0' };
+    for (let i = 0; i < 2; i++) {
+      const child = spawn('node', ['bin/qwn.js', 'worker'], { env, stdio: 'ignore' });
+      children.push(child);
+    }
+    await waitUntil(
+      async () => (await h.deliveries()).filter((r) => r.status === 'sent').length === OWED,
+    );
+    const started = h.sim.requests().byOperation.warningList;
+    await sleep(6_500);
+    const polls = h.sim.requests().byOperation.warningList - started;
+    // About three periods of 2 s passed: one poll each, not one per worker.
+    expect(polls).toBeGreaterThanOrEqual(2);
+    expect(polls).toBeLessThanOrEqual(4);
+    const rows = await h.deliveries();
+    expect(rows).toHaveLength(OWED);
+    expect(h.hooks.requests).toHaveLength(12);
+    expect(new Set(h.hooks.requests.map((r) => r.headers['webhook-id'])).size).toBe(12);
+    expect(h.smtp.messages).toHaveLength(8);
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise((resolve) => (c.exitCode !== null ? resolve(null) : c.once('exit', resolve))),
+      ),
+    );
+    expect(children.map((c) => c.exitCode)).toEqual([0, 0]);
+  });
+
+  it('a process that dies between the commit and the enqueue loses nothing: the sweeper delivers', async () => {
+    const runtime = h.runtime();
+    const crashing: PipelineContext = {
+      ...runtime.ctx,
+      queues: {
+        ...runtime.ctx.queues,
+        deliver: Object.assign(Object.create(runtime.ctx.queues.deliver) as object, {
+          addBulk: () => Promise.reject(new Error('process killed before enqueue')),
+        }) as PipelineContext['queues']['deliver'],
+      },
+    };
+    const poll = await runPoll(runtime.ctx, {});
+    expect(poll.ok).toBe(true);
+    // The poll enqueued check jobs; run the checks by hand with the crashing context instead.
+    for (const [placeId] of PLACES) {
+      if (!poll.ok) break;
+      await expect(runCheck(crashing, { cycleId: poll.cycleId, placeId })).rejects.toThrow(
+        /killed before enqueue/,
+      );
+    }
+    const stranded = await h.deliveries();
+    expect(stranded).toHaveLength(OWED);
+    expect(stranded.every((r) => r.status === 'pending' && r.attempts === 0)).toBe(true);
+    expect(await runtime.ctx.queues.deliver.getJobCounts('waiting', 'delayed')).toEqual({
+      waiting: 0,
+      delayed: 0,
+    });
+
+    const sweep = await runSweep(runtime.ctx, { graceSeconds: 0 });
+    expect(sweep.requeued).toBe(OWED);
+    const workers = startWorkers(runtime.ctx, runtime.redis, ['deliver']);
+    try {
+      await waitUntil(async () => (await h.deliveries()).every((r) => r.status === 'sent'));
+    } finally {
+      await workers.close();
+    }
+    expect(h.hooks.requests).toHaveLength(12);
+    expect(h.smtp.messages).toHaveLength(8);
+    // A second sweep finds nothing left to do.
+    expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(0);
+  });
+
+  it('the sweeper re-enqueues delivery rows after Redis lost their jobs', async () => {
+    const runtime = h.runtime();
+    const poll = await runPoll(runtime.ctx, {});
+    if (!poll.ok) throw new Error('list call failed');
+    const workers = startWorkers(runtime.ctx, runtime.redis, ['check']);
+    try {
+      await waitUntil(async () => (await h.deliveries()).length === OWED);
+    } finally {
+      await workers.close();
+    }
+    // Redis forgets every job of this deployment.
+    await runtime.ctx.queues.deliver.obliterate({ force: true });
+    expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(OWED);
+    const deliverers = startWorkers(runtime.ctx, runtime.redis, ['deliver']);
+    try {
+      await waitUntil(async () => (await h.deliveries()).every((r) => r.status === 'sent'));
+    } finally {
+      await deliverers.close();
+    }
+    expect(h.hooks.requests).toHaveLength(12);
+  });
+});
