@@ -34,7 +34,9 @@ const LEVEL_ALIASES: Record<string, KnownLevel> = {
 /** A level name in Chinese or an English colour name (any case); undefined when not a level. */
 export function parseLevel(text: string | null | undefined): KnownLevel | undefined {
   if (!text) return undefined;
-  return LEVEL_ALIASES[text.trim().toLowerCase()];
+  const key = text.trim().toLowerCase();
+  // Own keys only: "constructor" or "__proto__" must not find Object.prototype's members.
+  return Object.hasOwn(LEVEL_ALIASES, key) ? LEVEL_ALIASES[key] : undefined;
 }
 
 /**

@@ -156,3 +156,13 @@ describe('parseFilterInput', () => {
     expect(notArrays.ok ? [] : notArrays.problems.map((p) => p.field)).toEqual(['types', 'events']);
   });
 });
+
+describe('parseLevel', () => {
+  it('never answers with an inherited member for a name that is not a level', async () => {
+    const { parseLevel } = await import('../../src/domain/warning.js');
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      expect(parseLevel(name)).toBeUndefined();
+    }
+    expect(parseLevel(' Orange ')).toBe('橙色');
+  });
+});
