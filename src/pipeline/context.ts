@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import type { QWeatherClient } from '../qweather/client.js';
-import type { Queues } from './queues.js';
+import type { QueueName, Queues } from './queues.js';
 
 /**
  * Everything a job touches, built once by the composition root (the CLI command) and handed to
@@ -23,4 +23,17 @@ export interface PipelineContext {
   readonly random: () => number;
   /** Called with every upstream failure, so health can report auth and retirement problems. */
   readonly onUpstreamResult?: (operation: string, error: unknown) => void;
+  /** Sees every job that finished, for `/metrics` (src/ops/metrics.ts); absent in `poll --once`. */
+  readonly metrics?: JobObserver;
+  /** Asked before the warning-list call, so a refused key is not retried every cycle (src/ops). */
+  readonly upstreamGate?: UpstreamGate;
+}
+
+export interface JobObserver {
+  jobCompleted(queue: QueueName, payload: unknown, result: unknown): void;
+}
+
+export interface UpstreamGate {
+  /** Throws (without calling the upstream) while calls are held back after an auth failure. */
+  assertCallAllowed(operation: string): void;
 }

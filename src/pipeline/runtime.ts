@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { openPostgres, type Database } from '../db/client.js';
 import { registerSecret, type Logger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
-import type { PipelineContext } from './context.js';
+import type { JobObserver, PipelineContext, UpstreamGate } from './context.js';
 import { createQueues, createRedis } from './queues.js';
 import type { Redis } from 'ioredis';
 
@@ -30,6 +30,8 @@ export function createRuntime(
     database?: Database;
     onUpstreamResult?: PipelineContext['onUpstreamResult'];
     now?: () => Date;
+    metrics?: JobObserver;
+    upstreamGate?: UpstreamGate;
   } = {},
 ): Runtime {
   if (!config.qweather.apiUrl) throw new MissingSettingError('QWEATHER_API_URL is not set');
@@ -69,6 +71,8 @@ export function createRuntime(
     now: options.now ?? (() => new Date()),
     random: Math.random,
     ...(options.onUpstreamResult ? { onUpstreamResult: options.onUpstreamResult } : {}),
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.upstreamGate ? { upstreamGate: options.upstreamGate } : {}),
   };
   return {
     ctx,

@@ -76,7 +76,9 @@ export function startWorkers(
           // A payload that does not parse never will: retrying it only hides the bug.
           throw new UnrecoverableError(`invalid ${name} payload: ${parsed.error.message}`);
         }
-        return definition.run(ctx, parsed.data, job);
+        const result = await definition.run(ctx, parsed.data, job);
+        ctx.metrics?.jobCompleted(name, parsed.data, result);
+        return result;
       },
       {
         connection,
