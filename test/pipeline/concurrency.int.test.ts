@@ -57,7 +57,7 @@ describe('concurrency and lost jobs', () => {
     const [one, two] = await Promise.all([h.pollOnce(), h.pollOnce()]);
     expect(one.code).toBe(0);
     expect(two.code).toBe(0);
-    expect(one.summary.events.new + two.summary.events.new).toBe(8);
+    expect((one.summary.events.new ?? 0) + (two.summary.events.new ?? 0)).toBe(8);
     const rows = await h.deliveries();
     expect(rows).toHaveLength(OWED);
     expect(new Set(rows.map((r) => `${r.subscriber} ${r.warning_id} ${r.event_type}`)).size).toBe(
@@ -108,7 +108,7 @@ describe('concurrency and lost jobs', () => {
         ...runtime.ctx.queues,
         deliver: Object.assign(Object.create(runtime.ctx.queues.deliver) as object, {
           addBulk: () => Promise.reject(new Error('process killed before enqueue')),
-        }) as PipelineContext['queues']['deliver'],
+        }) as unknown as PipelineContext['queues']['deliver'],
       },
     };
     const poll = await runPoll(runtime.ctx, {});
