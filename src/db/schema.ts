@@ -102,6 +102,11 @@ export const subscriptions = pgTable(
     types: text('types').array(),
     /** Event kinds; null = all four. */
     events: text('events').array(),
+    /**
+     * v1 mode: the watched points (`pointKey`, src/domain/points.ts) of this subscription, from
+     * the seed's `lon,lat` entries; null = the place's own coordinates.
+     */
+    points: text('points').array(),
     createdAt: tstz('created_at').notNull().defaultNow(),
   },
   (t) => [
@@ -116,6 +121,39 @@ export const subscriptions = pgTable(
       'subscriptions_events',
       sql`${t.events} IS NULL OR (cardinality(${t.events}) > 0 AND ${t.events} <@ ARRAY[${EVENT_SQL}]::text[])`,
     ),
+    check(
+      'subscriptions_points',
+      sql`${t.points} IS NULL OR (cardinality(${t.points}) > 0 AND array_position(${t.points}, NULL) IS NULL)`,
+    ),
+    index('subscriptions_points_idx').using('gin', t.points),
+  ],
+);
+
+/**
+ * v1 mode: a watched point, coordinates rounded to two decimals (the API's own precision), shared
+ * by every subscription there: a thousand subscribers in one district cost one call per cycle.
+ * Its warnings are tracked in `warnings` under `place_id` = this id.
+ */
+export const alertPoints = pgTable(
+  'alert_points',
+  {
+    /** `pointKey`: "lat,lon", latitude first as in the v1 path, e.g. "30.27,120.16". */
+    id: text('id').primaryKey(),
+    lat: doublePrecision('lat').notNull(),
+    lon: doublePrecision('lon').notNull(),
+    /** `metadata.tag` of the last successful answer: the same tag again means nothing changed. */
+    lastTag: text('last_tag'),
+    /** `metadata.attributions` of the last successful answer. */
+    attributions: text('attributions').array(),
+    lastFetchedAt: tstz('last_fetched_at'),
+    lastOkAt: tstz('last_ok_at'),
+    /** The last cycle whose check of this point was applied: a re-run check does nothing. */
+    lastCycleId: uuid('last_cycle_id'),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    check('alert_points_lat_range', sql`${t.lat} BETWEEN -90 AND 90`),
+    check('alert_points_lon_range', sql`${t.lon} BETWEEN -180 AND 180`),
   ],
 );
 
@@ -197,6 +235,8 @@ export const events = pgTable(
       .default(sql`'{}'::text[]`),
     /** The warning as it stood when the event was detected: what notifications render. */
     record: jsonb('record').notNull(),
+    /** v1: `metadata.attributions` of the answer the event came from; null for v7. */
+    attributions: text('attributions').array(),
     detectedAt: tstz('detected_at').notNull().defaultNow(),
   },
   (t) => [
