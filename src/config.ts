@@ -58,6 +58,9 @@ const envSchema = z.object({
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
 });
 
+/** Every variable the configuration reads (the README, .env.example and compose list these). */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(envSchema.shape));
+
 export interface JwtCredentials {
   readonly keyId: string;
   readonly projectId: string;

@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONFIG_VARIABLES } from '../src/config.js';
+import { createTestDatabase, type TestDatabase } from './support/db.js';
+
+const readme = readFileSync('README.md', 'utf8');
+
+function section(title: string): string {
+  const start = readme.indexOf(title);
+  if (start === -1) throw new Error(`README has no "${title}"`);
+  const next = readme.indexOf('\n#', start + title.length);
+  return readme.slice(start, next === -1 ? undefined : next);
+}
+
+describe('README', () => {
+  it('documents every configuration variable the code reads, and no other', () => {
+    const table = section('## Configuration');
+    const documented = new Set([...table.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!));
+    for (const name of CONFIG_VARIABLES) expect(documented, name).toContain(name);
+    const rows = [...table.matchAll(/^\| `([A-Z][A-Z0-9_]+)`/gm)].map((m) => m[1]!);
+    for (const name of rows) expect(CONFIG_VARIABLES, name).toContain(name);
+  });
+
+  it('shows the two commands of a newcomer', () => {
+    expect(readme).toContain('npm install && npm run demo');
+    expect(readme).toContain('npm test');
+  });
+
+  describe('the SQL an admin is shown', () => {
+    let database: TestDatabase;
+    let client: pg.Client;
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+    });
+    afterAll(async () => {
+      await client.end();
+      await database.drop();
+    });
+
+    it('runs as written and does what it says', async () => {
+      const blocks = [...section('### With SQL').matchAll(/```sql\n([\s\S]*?)```/g)].map(
+        (m) => m[1]!,
+      );
+      expect(blocks.length).toBeGreaterThan(0);
+      for (const block of blocks) await client.query(block);
+      const subscribers = await client.query<{ email: string | null; active: boolean }>(
+        'SELECT email, active FROM subscribers ORDER BY email NULLS LAST',
+      );
+      expect(subscribers.rows).toEqual([
+        { email: 'night@example.com', active: true },
+        { email: null, active: true },
+      ]);
+      const subscriptions = await client.query<{
+        min_level: string | null;
+        events: string[] | null;
+      }>('SELECT min_level, events FROM subscriptions ORDER BY min_level NULLS LAST');
+      expect(subscriptions.rows).toEqual([
+        { min_level: '橙色', events: ['new', 'cancel'] },
+        { min_level: null, events: null },
+      ]);
+    });
+  });
+});
