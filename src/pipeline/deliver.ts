@@ -9,7 +9,7 @@ import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
 import { scrub } from '../logger.js';
 import type { PipelineContext } from './context.js';
-import { deliverJobId } from './queues.js';
+import { deliverJobId, type Queues } from './queues.js';
 
 export const DELIVER_JOB = 'deliver';
 
@@ -40,8 +40,11 @@ interface ClaimedRow {
   webhook_secret: string | null;
   lang: 'zh' | 'en';
   active: boolean;
+  disabled_reason: string | null;
   record: Omit<Warning, 'raw'>;
   supersedes: string[];
+  /** v1: `metadata.attributions` of the answer the event came from; null for v7. */
+  attributions: string[] | null;
   detected_at: Date;
   place_name: string | null;
   place_tz: string | null;
@@ -51,6 +54,43 @@ const ATTRIBUTION = {
   zh: '天气数据来源：和风天气 QWeather',
   en: 'Weather data: QWeather',
 } as const;
+
+/** Longest last_error kept in the ledger: enough for an SMTP reply, bounded for a listing. */
+const MAX_ERROR_LENGTH = 1000;
+
+/** BullMQ states in which a job still runs by itself: an enqueue with its id would be ignored. */
+const LIVE_STATES = new Set(['waiting', 'active', 'prioritized', 'waiting-children']);
+
+/**
+ * Adds the deliver job for a row's next attempt, `deliverJobId(id, attempts)`. A finished or
+ * delayed job can already hold that id when the row was redelivered (its attempts start again
+ * from 0); BullMQ would silently drop the new job, so the old one is removed first. A live job
+ * with the id is left alone: it runs the attempt. Returns whether a job was added.
+ */
+export async function enqueueDelivery(
+  queues: Pick<Queues, 'deliver'>,
+  deliveryId: string,
+  attempts: number,
+  delayMs = 0,
+): Promise<boolean> {
+  const jobId = deliverJobId(deliveryId, attempts);
+  const existing = await queues.deliver.getJob(jobId);
+  if (existing) {
+    if (LIVE_STATES.has(await existing.getState())) return false;
+    try {
+      await existing.remove();
+    } catch {
+      // Taken by a worker a moment ago: that job makes the attempt.
+      return false;
+    }
+  }
+  await queues.deliver.add(
+    DELIVER_JOB,
+    { deliveryId },
+    { jobId, ...(delayMs > 0 ? { delay: delayMs } : {}) },
+  );
+  return true;
+}
 
 /** Claims a due row for this attempt; null when it is sent, dead, not due, or held elsewhere. */
 async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedRow | null> {
@@ -67,8 +107,8 @@ async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedR
             AND (claimed_until IS NULL OR claimed_until < now())
           RETURNING *)
         SELECT c.id, c.attempts, c.channel, c.event_type, c.warning_id, c.place_id, c.subscriber_id,
-               s.email, s.webhook_url, s.webhook_secret, s.lang, s.active,
-               e.record, e.supersedes, e.detected_at,
+               s.email, s.webhook_url, s.webhook_secret, s.lang, s.active, s.disabled_reason,
+               e.record, e.supersedes, e.attributions, e.detected_at,
                p.name AS place_name, p.tz AS place_tz
         FROM claimed c
         JOIN subscribers s ON s.id = c.subscriber_id
@@ -91,6 +131,7 @@ export function notificationFor(row: ClaimedRow): Notification {
     warning: { ...row.record, raw: null },
     supersedes: row.supersedes,
     attribution: ATTRIBUTION[row.lang],
+    ...(row.attributions ? { attributions: row.attributions } : {}),
     lang: row.lang,
   };
 }
@@ -103,7 +144,10 @@ interface Failure {
 }
 
 function classify(err: unknown): Failure {
-  const message = scrub(err instanceof Error ? err.message : String(err)).slice(0, 1000);
+  const message = scrub(err instanceof Error ? err.message : String(err)).slice(
+    0,
+    MAX_ERROR_LENGTH,
+  );
   if (err instanceof WebhookError) {
     return {
       retryable: err.retryable,
@@ -113,8 +157,11 @@ function classify(err: unknown): Failure {
     };
   }
   if (err instanceof EmailError) {
-    const reply = err.response ? `${message} (${scrub(err.response)})` : message;
-    return { retryable: err.retryable, message: reply.slice(0, 1000) };
+    // The server's reply is what an admin needs to see; the channel's message usually quotes it.
+    const response = err.response === undefined ? undefined : scrub(err.response);
+    const reply =
+      response === undefined || message.includes(response) ? message : `${message} (${response})`;
+    return { retryable: err.retryable, message: reply.slice(0, MAX_ERROR_LENGTH) };
   }
   // Anything unexpected in a send is treated as passing: the schedule bounds the retries.
   return { retryable: true, message };
@@ -134,7 +181,8 @@ export async function runDeliver(
 
   let failure: Failure | null = null;
   if (!row.active) {
-    failure = { retryable: false, message: 'subscriber is paused or disabled' };
+    const why = row.disabled_reason ? `subscriber is disabled: ${row.disabled_reason}` : null;
+    failure = { retryable: false, message: why ?? 'subscriber is paused (active = false)' };
   } else {
     const notification = notificationFor(row);
     try {
@@ -161,16 +209,19 @@ export async function runDeliver(
   }
 
   if (failure.gone) {
+    const reason = `webhook answered 410 Gone at ${ctx.now().toISOString()} (delivery ${row.id})`;
     await ctx.db.execute(sql`
-      UPDATE subscribers SET active = false, updated_at = now(),
-        disabled_reason = ${`webhook answered 410 Gone at ${new Date().toISOString()}`}
+      UPDATE subscribers SET active = false, updated_at = now(), disabled_reason = ${reason}
       WHERE id = ${row.subscriber_id}`);
     log.warn({ subscriberId: row.subscriber_id }, 'webhook gone, subscriber disabled');
   }
 
   if (!failure.retryable || row.attempts >= MAX_DELIVERY_ATTEMPTS) {
+    const lastError = failure.retryable
+      ? `gave up after ${row.attempts} attempts: ${failure.message}`.slice(0, MAX_ERROR_LENGTH)
+      : failure.message;
     await ctx.db.execute(sql`
-      UPDATE deliveries SET status = 'dead', claimed_until = NULL, last_error = ${failure.message},
+      UPDATE deliveries SET status = 'dead', claimed_until = NULL, last_error = ${lastError},
         updated_at = now()
       WHERE id = ${row.id}`);
     log.warn(
@@ -187,11 +238,8 @@ export async function runDeliver(
       next_attempt_at = now() + make_interval(secs => ${delayMs / 1000}),
       updated_at = now()
     WHERE id = ${row.id}`);
-  await ctx.queues.deliver.add(
-    DELIVER_JOB,
-    { deliveryId: row.id },
-    { jobId: deliverJobId(row.id, row.attempts), delay: delayMs },
-  );
+  // Should this enqueue be lost (Redis down), the sweeper finds the due row without a job.
+  await enqueueDelivery(ctx.queues, row.id, row.attempts, delayMs);
   log.info(
     { channel: row.channel, attempt: row.attempts, delayMs, error: failure.message },
     'delivery will be retried',

@@ -1,0 +1,165 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import { runDeliver } from '../../src/pipeline/deliver.js';
+import { runCycleOnce } from '../../src/pipeline/run-once.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
+import { v7Warning } from '../../src/simulator/index.js';
+import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import type { ReceivedMail } from '../support/smtp-sink.js';
+
+/**
+ * Email deliveries through the whole pipeline to a real SMTP server (smtp-server), read back
+ * with mailparser. Retries are driven by making the row due in SQL and running the deliver job
+ * in-process, never by waiting for the schedule.
+ */
+
+interface LedgerRow {
+  id: string;
+  email: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+}
+
+const HANGZHOU = '101210101';
+const NANJING = '101190101';
+const XIAN = '101110101';
+
+describe('email deliveries', () => {
+  let h: PipelineHarness;
+  let rt: Runtime;
+
+  beforeAll(async () => {
+    h = await startPipelineHarness();
+    rt = h.runtime();
+  });
+  beforeEach(() => {
+    h.smtp.reset();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function rowsAt(place: string): Promise<LedgerRow[]> {
+    return queryRows<LedgerRow>(
+      h.database.db,
+      sql`SELECT d.id, s.email, d.status, d.attempts, d.last_error
+          FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE d.place_id = ${place} ORDER BY s.email`,
+    );
+  }
+
+  async function cycle() {
+    const summary = await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 });
+    expect(summary.ok).toBe(true);
+    return summary;
+  }
+
+  const header = (mail: ReceivedMail, name: string) =>
+    mail.parsed.headerLines.find((l) => l.key === name)?.line;
+
+  it('sends one message per subscriber in its language, with stable headers', async () => {
+    await h.addPlace(HANGZHOU, '杭州');
+    await h.addEmailSubscriber('zh@example.com', [HANGZHOU]);
+    const enId = await h.addEmailSubscriber('en@example.com', [HANGZHOU]);
+    await h.database.db.execute(sql`UPDATE subscribers SET lang = 'en' WHERE id = ${enId}`);
+    const warning = v7Warning({
+      locationId: HANGZHOU,
+      seq: 1,
+      typeCode: '1003',
+      level: '黄色',
+      text: '预计未来6小时内将出现强降雨 <大暴雨> & 雷电。',
+    });
+    h.sim.setWarnings(HANGZHOU, [warning]);
+
+    await cycle();
+    const rows = await rowsAt(HANGZHOU);
+    expect(rows.map((r) => [r.email, r.status, r.attempts])).toEqual([
+      ['en@example.com', 'sent', 1],
+      ['zh@example.com', 'sent', 1],
+    ]);
+    expect(h.smtp.messages).toHaveLength(2);
+    const to = (address: string) => h.smtp.messages.find((m) => m.envelope.to[0] === address)!;
+
+    for (const row of rows) {
+      const mail = to(row.email);
+      expect(mail.parsed.messageId).toBe(`<${row.id}@qwn>`);
+      expect(mail.envelope.from).toBe('alerts@qwn.test');
+      expect(header(mail, 'list-unsubscribe')).toBe(
+        'List-Unsubscribe: <mailto:alerts@qwn.test?subject=unsubscribe>',
+      );
+      const text = mail.parsed.text ?? '';
+      const html = mail.parsed.html || '';
+      expect(text).toContain(warning.text);
+      expect(text).toContain(row.id);
+      // The HTML part escapes the upstream text instead of interpreting it.
+      expect(html).toContain('&lt;大暴雨&gt; &amp; 雷电');
+      expect(html).not.toContain('<大暴雨>');
+    }
+
+    const zh = to('zh@example.com');
+    expect(zh.parsed.subject).toBe(`【黄色预警】${String(warning.title)}（杭州）`);
+    expect(zh.parsed.text).toContain('地点：杭州 (101210101)');
+    expect(zh.parsed.text).toContain('天气数据来源：和风天气 QWeather');
+    expect(zh.parsed.html).toContain('<html lang="zh-CN">');
+
+    const en = to('en@example.com');
+    expect(en.parsed.subject).toBe(`[Yellow warning] ${String(warning.title)} (杭州)`);
+    expect(en.parsed.text).toContain('Place: 杭州 (101210101)');
+    expect(en.parsed.text).toContain('Weather data: QWeather');
+    expect(en.parsed.html).toContain('<html lang="en">');
+  });
+
+  it('retries a 451 and then delivers exactly one message under the same Message-ID', async () => {
+    await h.addPlace(NANJING, '南京');
+    await h.addEmailSubscriber('later@example.com', [NANJING]);
+    h.sim.setWarnings(NANJING, [
+      v7Warning({ locationId: NANJING, seq: 1, typeCode: '1004', level: '橙色' }),
+    ]);
+    h.smtp.failNext(1, { code: 451, message: '4.3.0 Mailbox busy, try again later' });
+
+    await cycle();
+    const [deferred] = await rowsAt(NANJING);
+    expect(deferred).toMatchObject({ status: 'retrying', attempts: 1 });
+    expect(deferred!.last_error).toContain('451 4.3.0 Mailbox busy');
+    expect(h.smtp.rejected).toHaveLength(1);
+    expect(h.smtp.messages).toHaveLength(0);
+
+    await h.database.db.execute(
+      sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${deferred!.id}`,
+    );
+    expect(await runDeliver(rt.ctx, { deliveryId: deferred!.id })).toBe('sent');
+    const [sent] = await rowsAt(NANJING);
+    expect(sent).toMatchObject({ status: 'sent', attempts: 2, last_error: null });
+    expect(h.smtp.messages).toHaveLength(1);
+    expect(h.smtp.messages[0]!.parsed.messageId).toBe(`<${deferred!.id}@qwn>`);
+
+    // A late duplicate job finds the row sent and sends nothing.
+    expect(await runDeliver(rt.ctx, { deliveryId: deferred!.id })).toBe('skipped');
+    expect(h.smtp.messages).toHaveLength(1);
+  });
+
+  it('records a 550 as dead at once with the reply, and never retries it', async () => {
+    await h.addPlace(XIAN, '西安');
+    await h.addEmailSubscriber('nobody@example.com', [XIAN]);
+    h.smtp.rejectRecipient('nobody@example.com');
+    h.sim.setWarnings(XIAN, [
+      v7Warning({ locationId: XIAN, seq: 1, typeCode: '1009', level: '红色' }),
+    ]);
+
+    await cycle();
+    const [dead] = await rowsAt(XIAN);
+    expect(dead).toMatchObject({ status: 'dead', attempts: 1 });
+    expect(dead!.last_error).toContain('550 5.1.1 No such user here');
+    // The reply appears once, not once from the channel and again from the ledger.
+    expect(dead!.last_error!.split('5.1.1').length).toBe(2);
+
+    await h.database.db.execute(
+      sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${dead!.id}`,
+    );
+    expect(await runDeliver(rt.ctx, { deliveryId: dead!.id })).toBe('skipped');
+    expect((await rowsAt(XIAN))[0]).toMatchObject({ status: 'dead', attempts: 1 });
+    expect(h.smtp.messages).toHaveLength(0);
+  });
+});
