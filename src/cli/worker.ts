@@ -1,12 +1,22 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, readEnvironment } from '../config.js';
 import { createLogger } from '../logger.js';
-import { MissingSettingError, createRuntime } from '../pipeline/runtime.js';
-import { scheduleRecurring, startWorkers } from '../pipeline/workers.js';
+import { probeHealth } from '../ops/health.js';
+import { startOpsServer, type OpsServer } from '../ops/http-server.js';
+import { OpsMetrics } from '../ops/metrics.js';
+import { checkEvictionPolicy } from '../ops/redis-policy.js';
+import { UpstreamMonitor } from '../ops/upstream.js';
+import { MissingSettingError, createRuntime, type Runtime } from '../pipeline/runtime.js';
+import { scheduleRecurring, startWorkers, type WorkerSet } from '../pipeline/workers.js';
 import { UsageError } from './command.js';
 
-/** How long in-flight jobs get to finish after SIGTERM before they are handed back to Redis. */
+/**
+ * How long in-flight jobs get to finish after SIGTERM before they are handed back to Redis.
+ * Orchestrators must wait longer than this before SIGKILL (compose: stop_grace_period).
+ */
 const SHUTDOWN_GRACE_MS = 25_000;
+/** Closing queues, Redis and Postgres after the workers; past this the process just exits. */
+const CLOSE_MARGIN_MS = 10_000;
 
 export async function run(argv: string[]): Promise<number> {
   try {
@@ -16,32 +26,117 @@ export async function run(argv: string[]): Promise<number> {
   }
   const config = loadConfig(readEnvironment());
   const logger = createLogger(config.logLevel);
-  let runtime;
+  const startedAt = new Date();
+
+  // Held back calls and health both read what the upstream last answered.
+  const upstream = new UpstreamMonitor();
+  // `metrics` is built on the runtime's connections below; no job runs before that.
+  let runtime: Runtime;
   try {
-    runtime = createRuntime(config, logger);
+    runtime = createRuntime(config, logger, {
+      onUpstreamResult: (operation, error) => {
+        upstream.record(operation, error);
+        metrics.upstreamCall(operation, error);
+      },
+      metrics: {
+        jobCompleted: (queue, payload, result) => metrics.jobCompleted(queue, payload, result),
+      },
+      upstreamGate: upstream,
+    });
   } catch (err) {
     if (err instanceof MissingSettingError) throw new UsageError(err.message);
     throw err;
   }
   const { ctx, redis } = runtime;
-  process.on('unhandledRejection', (reason) =>
-    logger.error({ err: reason }, 'unhandled rejection'),
-  );
-
-  await scheduleRecurring(ctx);
-  const workers = startWorkers(ctx, redis, ['poll', 'check', 'deliver', 'sweep']);
-  logger.info(
-    { pollIntervalSeconds: config.pollIntervalSeconds, source: config.qweather.alertSource },
-    'worker started',
-  );
-
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
+  const metrics = new OpsMetrics({
+    logger,
+    db: ctx.db,
+    queues: ctx.queues,
+    redis,
+    prefix: config.queuePrefix,
+    startedAt,
   });
+
+  // Production hygiene (STYLE §12): nothing dies silently or unstructured.
+  const onRejection = (reason: unknown) => logger.error({ err: reason }, 'unhandled rejection');
+  const onException = (err: Error) => {
+    logger.fatal({ err }, 'uncaught exception, exiting');
+    process.exit(1);
+  };
+  process.on('unhandledRejection', onRejection);
+  process.on('uncaughtException', onException);
+
+  // Listening from the start: a SIGTERM during a hung startup must still stop the process.
+  let signalled = false;
+  let onSignal: (signal: NodeJS.Signals) => void = () => undefined;
+  const stopping = new Promise<NodeJS.Signals>((resolve) => {
+    onSignal = (signal) => {
+      if (signalled) {
+        logger.warn({ signal }, 'second signal, exiting without waiting for jobs');
+        process.exit(1);
+      }
+      signalled = true;
+      resolve(signal);
+    };
+  });
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  let server: OpsServer | undefined;
+  let workers: WorkerSet | undefined;
+  let exitCode = 0;
+  try {
+    server = await startOpsServer({
+      port: config.httpPort,
+      logger,
+      health: () =>
+        probeHealth({
+          db: ctx.db,
+          redis,
+          upstream,
+          pollIntervalSeconds: config.pollIntervalSeconds,
+          startedAt,
+        }),
+      metrics: () => metrics.scrape(),
+    });
+    await checkEvictionPolicy((name) => redis.config('GET', name), logger);
+
+    const started = await Promise.race([
+      scheduleRecurring(ctx).then(() => 'started' as const),
+      stopping.then(() => 'stopped' as const),
+    ]);
+    if (started === 'started') {
+      workers = startWorkers(ctx, redis, ['poll', 'check', 'deliver', 'sweep']);
+      logger.info(
+        {
+          pollIntervalSeconds: config.pollIntervalSeconds,
+          source: config.qweather.alertSource,
+          httpPort: server.port,
+        },
+        'worker started',
+      );
+    }
+  } catch (err) {
+    logger.error({ err }, 'worker could not start');
+    exitCode = 1;
+  }
+
+  const signal = exitCode === 0 ? await stopping : null;
   logger.info({ signal }, 'worker stopping');
-  await workers.close(SHUTDOWN_GRACE_MS);
+  const hardStop = setTimeout(() => {
+    logger.error({ timeoutMs: SHUTDOWN_GRACE_MS + CLOSE_MARGIN_MS }, 'shutdown hung, exiting');
+    process.exit(1);
+  }, SHUTDOWN_GRACE_MS + CLOSE_MARGIN_MS);
+  hardStop.unref();
+
+  await server?.close();
+  await workers?.close(SHUTDOWN_GRACE_MS);
   await runtime.close();
-  logger.info('worker stopped');
-  return 0;
+  clearTimeout(hardStop);
+  process.off('SIGTERM', onSignal);
+  process.off('SIGINT', onSignal);
+  process.off('unhandledRejection', onRejection);
+  process.off('uncaughtException', onException);
+  logger.info({ exitCode }, 'worker stopped');
+  return exitCode;
 }

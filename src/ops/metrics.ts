@@ -1,0 +1,286 @@
+import { sql } from 'drizzle-orm';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { queryRows, type Db } from '../db/client.js';
+import type { Logger } from '../logger.js';
+import type { JobObserver } from '../pipeline/context.js';
+import { QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
+import {
+  AuthError,
+  BadRequestError,
+  DeprecatedEndpointError,
+  MalformedResponseError,
+  NetworkError,
+  ParameterError,
+  RateLimitError,
+  TimeoutError,
+  UpstreamServerError,
+} from '../qweather/errors.js';
+import { UpstreamCircuitOpenError } from './upstream.js';
+import { withTimeout } from './with-timeout.js';
+
+/**
+ * `GET /metrics`. Counters are incremented where things happen (the pipeline's upstream hook
+ * and job observer); queue gauges and finished cycles are read on scrape.
+ *
+ * Cycles are facts of the deployment, not of one process (the last check of a cycle may run
+ * anywhere), so they are read from `poll_cycles` and each one is claimed in Redis by the first
+ * process that reports it: summing `qwn_cycles_total` over all workers counts every cycle once.
+ */
+
+export const EVENT_TYPES = ['new', 'update', 'cancel', 'expired'] as const;
+export const DELIVERY_OUTCOMES = ['sent', 'retrying', 'dead'] as const;
+export const CHANNELS = ['email', 'webhook'] as const;
+export const CYCLE_STATUSES = ['done', 'failed'] as const;
+const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
+
+/** Seconds to an hour: a cycle is one list call plus rate-limited checks. */
+const CYCLE_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+/** A cycle's `finished_at` comes from whichever clock closed it; rows commit late, too. */
+const CYCLE_OVERLAP_MS = 60_000;
+/** The sweeper closes a cycle an hour after it started, so it finishes at most ~1 h later. */
+const CYCLE_MAX_SPAN_MS = 3 * 3600_000;
+const CLAIM_TTL_SECONDS = 24 * 3600;
+const SCRAPE_STEP_TIMEOUT_MS = 2000;
+
+/** The outcome label of an upstream call: the error's class, never its message (STYLE §4). */
+export function upstreamOutcome(error: unknown): string {
+  if (error === null || error === undefined) return 'ok';
+  if (error instanceof UpstreamCircuitOpenError) return 'held_back';
+  if (error instanceof DeprecatedEndpointError) return 'retired';
+  if (error instanceof AuthError) return 'auth_error';
+  if (error instanceof RateLimitError) return 'rate_limited';
+  if (error instanceof TimeoutError) return 'timeout';
+  if (error instanceof NetworkError) return 'network_error';
+  if (error instanceof UpstreamServerError) return 'server_error';
+  if (error instanceof MalformedResponseError) return 'malformed';
+  if (error instanceof BadRequestError || error instanceof ParameterError) return 'bad_request';
+  return 'error';
+}
+
+export interface MetricsSources {
+  readonly logger: Logger;
+  readonly db?: Db;
+  readonly queues?: Queues;
+  /** Claims finished cycles across processes; without it every cycle seen is counted. */
+  readonly redis?: {
+    set(key: string, value: string, ex: 'EX', seconds: number, nx: 'NX'): Promise<unknown>;
+  };
+  readonly prefix?: string;
+  readonly now?: () => Date;
+  /** Cycles that finished before this are someone else's history. */
+  readonly startedAt?: Date;
+  readonly defaultMetrics?: boolean;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export class OpsMetrics implements JobObserver {
+  readonly registry = new Registry();
+  readonly #sources: MetricsSources;
+  readonly #now: () => Date;
+  readonly #pending = new Set<Promise<void>>();
+  /** Cycles already reported by this process (or claimed by another), by finish time. */
+  readonly #seenCycles = new Map<string, number>();
+  #cycleHighWater: number;
+
+  readonly cycles: Counter<'status'>;
+  readonly cycleDuration: Histogram<'status'>;
+  readonly upstreamCalls: Counter<'operation' | 'outcome'>;
+  readonly events: Counter<'type'>;
+  readonly deliveries: Counter<'channel' | 'outcome'>;
+  readonly queueJobs: Gauge<'queue' | 'state'>;
+  readonly oldestWaiting: Gauge<'queue'>;
+
+  constructor(sources: MetricsSources) {
+    this.#sources = sources;
+    this.#now = sources.now ?? (() => new Date());
+    this.#cycleHighWater = (sources.startedAt ?? this.#now()).getTime();
+    const registers = [this.registry];
+    if (sources.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+
+    this.cycles = new Counter({
+      name: 'qwn_cycles_total',
+      help: 'Poll cycles finished, by outcome',
+      labelNames: ['status'],
+      registers,
+    });
+    this.cycleDuration = new Histogram({
+      name: 'qwn_cycle_duration_seconds',
+      help: 'From the start of a poll cycle to its last check',
+      labelNames: ['status'],
+      buckets: CYCLE_BUCKETS,
+      registers,
+    });
+    this.upstreamCalls = new Counter({
+      name: 'qwn_upstream_calls_total',
+      help: 'QWeather calls by operation and outcome (after the client retried)',
+      labelNames: ['operation', 'outcome'],
+      registers,
+    });
+    this.events = new Counter({
+      name: 'qwn_events_total',
+      help: 'Warning events detected, by type',
+      labelNames: ['type'],
+      registers,
+    });
+    this.deliveries = new Counter({
+      name: 'qwn_deliveries_total',
+      help: 'Delivery attempts by channel and the state they left the row in',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    });
+    this.queueJobs = new Gauge({
+      name: 'qwn_queue_jobs',
+      help: 'Jobs per queue and state (read on scrape)',
+      labelNames: ['queue', 'state'],
+      registers,
+    });
+    this.oldestWaiting = new Gauge({
+      name: 'qwn_queue_oldest_waiting_seconds',
+      help: 'Age of the oldest job ready to run, per queue; 0 when none waits (read on scrape)',
+      labelNames: ['queue'],
+      registers,
+    });
+
+    // Zero series exist from the start, so rate() and alerts see them before the first event.
+    for (const status of CYCLE_STATUSES) this.cycles.inc({ status }, 0);
+    for (const type of EVENT_TYPES) this.events.inc({ type }, 0);
+    for (const channel of CHANNELS) {
+      for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ channel, outcome }, 0);
+    }
+  }
+
+  /** The pipeline's `onUpstreamResult`. */
+  upstreamCall(operation: string, error: unknown): void {
+    this.upstreamCalls.inc({ operation, outcome: upstreamOutcome(error) });
+  }
+
+  jobCompleted(queue: QueueName, payload: unknown, result: unknown): void {
+    try {
+      if (queue === QUEUE_NAMES.check) this.#countEvents(result);
+      else if (queue === QUEUE_NAMES.deliver) this.#countDelivery(payload, result);
+    } catch (err) {
+      // Metrics must never fail a job.
+      this.#sources.logger.debug({ err, queue }, 'metrics could not read a job result');
+    }
+  }
+
+  #countEvents(result: unknown): void {
+    if (!isRecord(result) || result.applied !== true || !isRecord(result.events)) return;
+    for (const type of EVENT_TYPES) {
+      const n = result.events[type];
+      if (typeof n === 'number' && n > 0) this.events.inc({ type }, n);
+    }
+  }
+
+  #countDelivery(payload: unknown, result: unknown): void {
+    const outcome = DELIVERY_OUTCOMES.find((o) => o === result);
+    const db = this.#sources.db;
+    if (!outcome || !db || !isRecord(payload) || typeof payload.deliveryId !== 'string') return;
+    const deliveryId = payload.deliveryId;
+    // The deliver job reports only the outcome; the channel is on the row (a primary-key read).
+    const lookup = queryRows<{ channel: string }>(
+      db,
+      sql`SELECT channel FROM deliveries WHERE id = ${deliveryId}`,
+    )
+      .then(([row]) => {
+        if (row) this.deliveries.inc({ channel: row.channel, outcome });
+      })
+      .catch((err: unknown) =>
+        this.#sources.logger.debug({ err, deliveryId }, 'metrics could not read a channel'),
+      )
+      .finally(() => this.#pending.delete(lookup));
+    this.#pending.add(lookup);
+  }
+
+  /** Cycles that finished since the last scrape, each counted by one process only. */
+  async #collectCycles(): Promise<void> {
+    const { db, redis, prefix } = this.#sources;
+    if (!db) return;
+    const since = new Date(this.#cycleHighWater - CYCLE_OVERLAP_MS);
+    const rows = await withTimeout(
+      'Postgres',
+      SCRAPE_STEP_TIMEOUT_MS,
+      queryRows<{
+        id: string;
+        status: string;
+        started_at: Date | string;
+        finished_at: Date | string;
+      }>(
+        db,
+        sql`SELECT id, status, started_at, finished_at FROM poll_cycles
+            WHERE status <> 'running' AND finished_at > ${since}
+              AND started_at > ${new Date(since.getTime() - CYCLE_MAX_SPAN_MS)}
+            ORDER BY finished_at`,
+      ),
+    );
+    for (const row of rows) {
+      if (this.#seenCycles.has(row.id)) continue;
+      const startedAt = new Date(row.started_at).getTime();
+      const finishedAt = new Date(row.finished_at).getTime();
+      const claimed = redis
+        ? (await withTimeout(
+            'Redis',
+            SCRAPE_STEP_TIMEOUT_MS,
+            redis.set(`${prefix ?? 'qwn'}:ops:cycle:${row.id}`, '1', 'EX', CLAIM_TTL_SECONDS, 'NX'),
+          )) === 'OK'
+        : true;
+      this.#seenCycles.set(row.id, finishedAt);
+      this.#cycleHighWater = Math.max(this.#cycleHighWater, finishedAt);
+      if (!claimed) continue;
+      this.cycles.inc({ status: row.status });
+      this.cycleDuration.observe(
+        { status: row.status },
+        Math.max(0, finishedAt - startedAt) / 1000,
+      );
+    }
+    const forgetBefore = this.#cycleHighWater - 2 * CYCLE_OVERLAP_MS;
+    for (const [id, finishedAt] of this.#seenCycles) {
+      if (finishedAt < forgetBefore) this.#seenCycles.delete(id);
+    }
+  }
+
+  async #collectQueues(): Promise<void> {
+    const queues = this.#sources.queues;
+    if (!queues) return;
+    const now = this.#now().getTime();
+    await Promise.all(
+      Object.values(QUEUE_NAMES).map(async (name) => {
+        const queue = queues[name];
+        const counts = await withTimeout(
+          'Redis',
+          SCRAPE_STEP_TIMEOUT_MS,
+          queue.getJobCounts(...JOB_STATES),
+        );
+        for (const state of JOB_STATES)
+          this.queueJobs.set({ queue: name, state }, counts[state] ?? 0);
+        const [oldest] = await withTimeout(
+          'Redis',
+          SCRAPE_STEP_TIMEOUT_MS,
+          queue.getJobs(['waiting'], 0, 0, true),
+        );
+        // A delayed job becomes ready at timestamp + delay; it has waited only since then.
+        const readyAt = oldest ? oldest.timestamp + (oldest.delay || 0) : now;
+        this.oldestWaiting.set({ queue: name }, Math.max(0, (now - readyAt) / 1000));
+      }),
+    );
+  }
+
+  /** Brings the read-on-scrape series up to date; a failing source leaves its last values. */
+  async collect(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
+    const results = await Promise.allSettled([this.#collectCycles(), this.#collectQueues()]);
+    for (const r of results) {
+      if (r.status === 'rejected') {
+        this.#sources.logger.warn({ err: r.reason as unknown }, 'metrics collection incomplete');
+      }
+    }
+  }
+
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    await this.collect();
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
