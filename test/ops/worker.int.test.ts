@@ -11,10 +11,10 @@ function metric(text: string, name: string, labels: Record<string, string> = {})
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries(
-      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]),
+    const found = new Map(
+      [...(match[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]] as const),
     );
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[3]);
+    if (Object.entries(labels).every(([k, v]) => found.get(k) === v)) return Number(match[3]);
   }
   return null;
 }

@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { OpsMetrics } from '../../src/ops/metrics.js';
+import { createQueues, type Queues } from '../../src/pipeline/queues.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+/** Read-on-scrape series against the real Postgres and Redis. */
+describe('OpsMetrics on scrape', () => {
+  let database: TestDatabase;
+  let redis: Redis;
+  let queues: Queues;
+  const prefix = `qwn-test-${randomBytes(5).toString('hex')}`;
+  const logger = createLogger('silent');
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+    queues = createQueues(redis, prefix);
+  });
+  afterAll(async () => {
+    await queues?.close();
+    if (redis) {
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    }
+    await database?.drop();
+  });
+
+  const metrics = (startedAt: Date) =>
+    new OpsMetrics({
+      logger,
+      db: database.db,
+      queues,
+      redis,
+      prefix,
+      startedAt,
+      defaultMetrics: false,
+    });
+
+  it('counts each finished cycle once across processes, with its duration', async () => {
+    const startedAt = new Date(Date.now() - 1000);
+    const a = metrics(startedAt);
+    const b = metrics(startedAt);
+    const ago = (s: number) => new Date(Date.now() - s * 1000);
+    // Finished before the processes started (and outside the overlap): not theirs to count.
+    await database.db.execute(sql`
+      INSERT INTO poll_cycles (status, started_at, finished_at) VALUES
+        ('done', ${ago(600)}, ${ago(590)}),
+        ('done', ${ago(20)}, ${ago(8)}),
+        ('failed', ${ago(5)}, ${ago(4)}),
+        ('running', ${ago(1)}, NULL)`);
+
+    const [first, second] = await Promise.all([a.scrape(), b.scrape()]);
+    const count = (body: string, status: string) =>
+      Number(new RegExp(`^qwn_cycles_total\\{status="${status}"\\} (\\d+)$`, 'm').exec(body)?.[1]);
+    expect(count(first.body, 'done') + count(second.body, 'done')).toBe(1);
+    expect(count(first.body, 'failed') + count(second.body, 'failed')).toBe(1);
+    const owner = count(first.body, 'done') === 1 ? first.body : second.body;
+    expect(owner).toContain('qwn_cycle_duration_seconds_bucket{le="30",status="done"} 1');
+    expect(owner).toContain('qwn_cycle_duration_seconds_bucket{le="10",status="done"} 0');
+
+    // A later scrape does not count them again.
+    const again = await a.scrape();
+    expect(count(again.body, 'done')).toBe(count(first.body, 'done'));
+  });
+
+  it('reports queue depth per state and the age of the oldest waiting job', async () => {
+    const m = metrics(new Date());
+    await queues.deliver.add(
+      'deliver',
+      { deliveryId: 'x' },
+      { jobId: 'oldest', timestamp: Date.now() - 42_000 },
+    );
+    await queues.deliver.add('deliver', { deliveryId: 'y' }, { jobId: 'newer' });
+    await queues.deliver.add('deliver', { deliveryId: 'z' }, { jobId: 'later', delay: 60_000 });
+    const { body } = await m.scrape();
+    expect(body).toContain('qwn_queue_jobs{queue="deliver",state="waiting"} 2');
+    expect(body).toContain('qwn_queue_jobs{queue="deliver",state="delayed"} 1');
+    expect(body).toContain('qwn_queue_jobs{queue="poll",state="waiting"} 0');
+    const age = Number(
+      /^qwn_queue_oldest_waiting_seconds\{queue="deliver"\} (\S+)$/m.exec(body)?.[1],
+    );
+    expect(age).toBeGreaterThanOrEqual(42);
+    expect(age).toBeLessThan(60);
+    expect(body).toContain('qwn_queue_oldest_waiting_seconds{queue="check"} 0');
+  });
+});
