@@ -1,5 +1,142 @@
-// Placeholder until the issue that builds `qwn deliveries` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn deliveries: not yet available');
-  return Promise.resolve(1);
+import { parseArgs } from 'node:util';
+import {
+  cutShort,
+  DEFAULT_LIST_LIMIT,
+  DELIVERY_STATUSES,
+  isDeliveryStatus,
+  listDeliveries,
+  type DeliveryFilter,
+  type DeliveryListing,
+} from '../admin/deliveries.js';
+import { loadConfig, readEnvironment } from '../config.js';
+import { openPostgres } from '../db/client.js';
+import { UsageError } from './command.js';
+import { formatTable, type Column } from './table.js';
+
+const USAGE =
+  'usage: qwn deliveries [--status pending|sent|retrying|dead] [--subscriber EMAIL|URL] ' +
+  '[--since ISO-time] [--limit N] [--json]';
+
+/** A listing is for reading; the whole error is in --json. */
+const ERROR_WIDTH = 60;
+const MAX_LIMIT = 100_000;
+
+/** `2026-07-01T08:00:00Z`: UTC, to the second, the same in every terminal. */
+export function shortTime(date: Date | null): string {
+  return date ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
+}
+
+/** An ISO 8601 time for --since; a bare date is midnight UTC, and so is a time without a zone. */
+export function parseSince(value: string): Date {
+  const text = value.trim().replace(' ', 'T');
+  const match = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(
+    text,
+  );
+  // JavaScript reads a date-time without a zone as local time; an admin's terminal zone must
+  // not change which rows are picked.
+  const at = match ? new Date(match[1] && !match[4] ? `${text}Z` : text) : new Date(NaN);
+  if (Number.isNaN(at.getTime())) {
+    throw new UsageError(`--since must be an ISO 8601 time such as 2026-07-01T08:00:00Z`);
+  }
+  return at;
+}
+
+export function parseStatus(value: string): (typeof DELIVERY_STATUSES)[number] {
+  if (!isDeliveryStatus(value)) {
+    throw new UsageError(
+      `unknown status "${value}"; expected one of ${DELIVERY_STATUSES.join(', ')}`,
+    );
+  }
+  return value;
+}
+
+const COLUMNS: readonly Column<DeliveryListing>[] = [
+  { header: 'id', value: (d) => d.id },
+  { header: 'created', value: (d) => shortTime(d.createdAt) },
+  { header: 'status', value: (d) => d.status },
+  { header: 'attempts', value: (d) => d.attempts, align: 'right' },
+  { header: 'channel', value: (d) => d.channel },
+  {
+    header: 'subscriber',
+    value: (d) => (d.subscriberActive ? d.subscriber : `${d.subscriber} (off)`),
+  },
+  { header: 'place', value: (d) => d.placeName ?? d.placeId },
+  { header: 'event', value: (d) => d.eventType },
+  { header: 'warning', value: (d) => d.warningId },
+  { header: 'next attempt', value: (d) => shortTime(d.nextAttemptAt) },
+  { header: 'last error', value: (d) => cutShort(d.lastError, ERROR_WIDTH) },
+];
+
+export function formatDeliveries(rows: readonly DeliveryListing[]): string {
+  return formatTable(rows, COLUMNS);
+}
+
+export function deliveriesJson(rows: readonly DeliveryListing[]): string {
+  return JSON.stringify(
+    rows.map((d) => ({
+      ...d,
+      createdAt: d.createdAt.toISOString(),
+      nextAttemptAt: d.nextAttemptAt?.toISOString() ?? null,
+      sentAt: d.sentAt?.toISOString() ?? null,
+    })),
+    null,
+    2,
+  );
+}
+
+/** `qwn deliveries`: the delivery ledger, newest first (INTERFACE §1). */
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        status: { type: 'string' },
+        subscriber: { type: 'string' },
+        since: { type: 'string' },
+        limit: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+
+  const filter: DeliveryFilter = { limit: DEFAULT_LIST_LIMIT };
+  if (values.status !== undefined) filter.status = parseStatus(values.status);
+  if (values.subscriber !== undefined) filter.subscriber = values.subscriber.trim();
+  if (values.since !== undefined) filter.since = parseSince(values.since);
+  if (values.limit !== undefined) {
+    const limit = /^\d+$/.test(values.limit.trim()) ? Number(values.limit) : NaN;
+    if (!(limit >= 1 && limit <= MAX_LIMIT)) {
+      throw new UsageError(`--limit must be a whole number from 1 to ${MAX_LIMIT}`);
+    }
+    filter.limit = limit;
+  }
+
+  const config = loadConfig(readEnvironment());
+  if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
+  const database = openPostgres(config.databaseUrl, {
+    poolSize: 1,
+    applicationName: 'qwn deliveries',
+  });
+  try {
+    const rows = await listDeliveries(database.db, filter);
+    if (values.json) {
+      console.log(deliveriesJson(rows));
+    } else if (rows.length === 0) {
+      console.log('No deliveries match.');
+    } else {
+      console.log(formatDeliveries(rows));
+    }
+    return 0;
+  } finally {
+    await database.close();
+  }
 }

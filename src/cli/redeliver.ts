@@ -1,5 +1,146 @@
-// Placeholder until the issue that builds `qwn redeliver` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn redeliver: not yet available');
-  return Promise.resolve(1);
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { cutShort, type DeliveryListing } from '../admin/deliveries.js';
+import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
+import { loadConfig, readEnvironment } from '../config.js';
+import { createLogger } from '../logger.js';
+import { MissingSettingError, createRuntime } from '../pipeline/runtime.js';
+import { startWorkers } from '../pipeline/workers.js';
+import { UsageError } from './command.js';
+import { parseSince, parseStatus, shortTime } from './deliveries.js';
+import { formatTable, type Column } from './table.js';
+
+const USAGE = [
+  'usage: qwn redeliver <delivery id>... [--enqueue-only] [--timeout-seconds N]',
+  '       qwn redeliver --since <ISO time> [--status S] [--enqueue-only] [--timeout-seconds N]',
+].join('\n');
+
+const DEFAULT_TIMEOUT_SECONDS = 120;
+
+const OUTCOME_COLUMNS: readonly Column<DeliveryListing>[] = [
+  { header: 'id', value: (d) => d.id },
+  { header: 'status', value: (d) => d.status },
+  { header: 'attempts', value: (d) => d.attempts, align: 'right' },
+  { header: 'channel', value: (d) => d.channel },
+  { header: 'subscriber', value: (d) => d.subscriber },
+  { header: 'event', value: (d) => d.eventType },
+  { header: 'next attempt', value: (d) => shortTime(d.nextAttemptAt) },
+  { header: 'last error', value: (d) => cutShort(d.lastError, 80) },
+];
+
+function parse(argv: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        since: { type: 'string' },
+        status: { type: 'string' },
+        'enqueue-only': { type: 'boolean' },
+        'timeout-seconds': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    });
+  } catch (err) {
+    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { help: true as const };
+  let selection: RedeliverSelection;
+  if (values.since !== undefined) {
+    if (positionals.length > 0) throw new UsageError(`give delivery ids or --since, not both`);
+    const since = parseSince(values.since);
+    selection =
+      values.status === undefined ? { since } : { since, status: parseStatus(values.status) };
+  } else {
+    if (values.status !== undefined) throw new UsageError('--status goes with --since');
+    if (positionals.length === 0) throw new UsageError(`a delivery id or --since is required`);
+    selection = { ids: positionals.map((id) => id.trim()) };
+  }
+  const timeoutSeconds = Number(values['timeout-seconds'] ?? DEFAULT_TIMEOUT_SECONDS);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
+    throw new UsageError('--timeout-seconds must be a positive number');
+  }
+  return {
+    help: false as const,
+    selection,
+    enqueueOnly: values['enqueue-only'] === true,
+    timeoutMs: timeoutSeconds * 1000,
+  };
+}
+
+/**
+ * `qwn redeliver`: sends ledger rows again under their own ids (INTERFACE §1, §4). By default
+ * it runs deliver workers in the foreground until each row has had its attempt and prints the
+ * outcome; `--enqueue-only` leaves the sending to a running `qwn worker`.
+ */
+export async function run(argv: string[]): Promise<number> {
+  const options = parse(argv);
+  if (options.help) {
+    console.log(USAGE);
+    return 0;
+  }
+
+  const config = loadConfig(readEnvironment());
+  // stdout is the outcome; the pipeline's own log lines are for debugging only.
+  const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
+  const logger = createLogger(verbose ? config.logLevel : 'error', pino.destination(2));
+  let runtime;
+  try {
+    runtime = createRuntime(config, logger);
+  } catch (err) {
+    if (err instanceof MissingSettingError) throw new UsageError(err.message);
+    throw err;
+  }
+  // Workers first, so the jobs enqueued below are taken at once.
+  const workers = options.enqueueOnly
+    ? undefined
+    : startWorkers(runtime.ctx, runtime.redis, ['deliver']);
+  try {
+    const result = await redeliver(runtime.ctx, options.selection);
+    for (const id of result.unknown) console.error(`qwn redeliver: no delivery ${id}`);
+    for (const s of result.skipped) console.log(`skipped ${s.id}: ${s.detail}`);
+
+    const ids = result.requeued.map((r) => r.id);
+    if (ids.length === 0) {
+      if (result.unknown.length === 0 && result.skipped.length === 0) {
+        console.log('nothing to redeliver');
+      }
+      return 'ids' in options.selection ? 1 : 0;
+    }
+    if (options.enqueueOnly) {
+      console.log(
+        `${ids.length} ${ids.length === 1 ? 'delivery' : 'deliveries'} set back to pending and ` +
+          'enqueued; a running qwn worker sends them',
+      );
+      return result.unknown.length > 0 ? 1 : 0;
+    }
+
+    const { rows, timedOut } = await waitForAttempts(runtime.ctx.db, ids, {
+      timeoutMs: options.timeoutMs,
+    });
+    console.log(formatTable(rows, OUTCOME_COLUMNS));
+    const count = (status: string) => rows.filter((r) => r.status === status).length;
+    const parts = [
+      `${count('sent')} sent`,
+      `${count('retrying')} retrying`,
+      `${count('dead')} dead`,
+      ...(count('pending') > 0 ? [`${count('pending')} still pending`] : []),
+      ...(result.skipped.length > 0 ? [`${result.skipped.length} skipped`] : []),
+    ];
+    console.log(`redelivered ${ids.length}: ${parts.join(', ')}`);
+    if (timedOut) {
+      console.error(
+        'qwn redeliver: timed out waiting for the attempts; a running qwn worker or the sweeper ' +
+          'finishes them',
+      );
+    }
+    const failed = rows.some((r) => r.status !== 'sent');
+    return failed || timedOut || result.unknown.length > 0 ? 1 : 0;
+  } finally {
+    await workers?.close();
+    await runtime.close();
+  }
 }

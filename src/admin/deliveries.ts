@@ -1,0 +1,149 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { queryRows, type Db } from '../db/client.js';
+
+/**
+ * Reading the delivery ledger for `qwn deliveries` and `qwn redeliver`: plain queries over the
+ * store, no I/O of their own beyond the database they are handed.
+ */
+
+export const DELIVERY_STATUSES = ['pending', 'sent', 'retrying', 'dead'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export function isDeliveryStatus(value: string): value is DeliveryStatus {
+  return (DELIVERY_STATUSES as readonly string[]).includes(value);
+}
+
+/** The ledger's ids are uuids; anything else cannot name a row (and would fail the cast). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isDeliveryId(value: string): boolean {
+  return UUID.test(value);
+}
+
+export interface DeliveryFilter {
+  status?: DeliveryStatus;
+  /** An email address (any case) or a webhook URL, exactly as subscribed. */
+  subscriber?: string;
+  /** Rows created at or after this time. */
+  since?: Date;
+  /** Newest first, at most this many. */
+  limit?: number;
+}
+
+export const DEFAULT_LIST_LIMIT = 50;
+
+export interface DeliveryListing {
+  id: string;
+  createdAt: Date;
+  status: DeliveryStatus;
+  attempts: number;
+  channel: 'email' | 'webhook';
+  subscriberId: string;
+  /** The email address or webhook URL. */
+  subscriber: string;
+  subscriberActive: boolean;
+  placeId: string;
+  placeName: string | null;
+  eventType: string;
+  warningId: string;
+  /** When the next attempt is due; null once the row is sent or dead. */
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  sentAt: Date | null;
+}
+
+interface ListingRow {
+  id: string;
+  created_at: Date | string;
+  status: DeliveryStatus;
+  attempts: number;
+  channel: 'email' | 'webhook';
+  subscriber_id: string;
+  subscriber: string;
+  subscriber_active: boolean;
+  place_id: string;
+  place_name: string | null;
+  event_type: string;
+  warning_id: string;
+  next_attempt_at: Date | string;
+  last_error: string | null;
+  sent_at: Date | string | null;
+}
+
+const toDate = (value: Date | string): Date => (value instanceof Date ? value : new Date(value));
+
+function toListing(row: ListingRow): DeliveryListing {
+  const open = row.status === 'pending' || row.status === 'retrying';
+  return {
+    id: row.id,
+    createdAt: toDate(row.created_at),
+    status: row.status,
+    attempts: row.attempts,
+    channel: row.channel,
+    subscriberId: row.subscriber_id,
+    subscriber: row.subscriber,
+    subscriberActive: row.subscriber_active,
+    placeId: row.place_id,
+    placeName: row.place_name,
+    eventType: row.event_type,
+    warningId: row.warning_id,
+    nextAttemptAt: open ? toDate(row.next_attempt_at) : null,
+    lastError: row.last_error,
+    sentAt: row.sent_at === null ? null : toDate(row.sent_at),
+  };
+}
+
+const LISTING_COLUMNS = sql`
+  d.id, d.created_at, d.status, d.attempts, d.channel, d.subscriber_id,
+  coalesce(s.email, s.webhook_url) AS subscriber, s.active AS subscriber_active,
+  d.place_id, p.name AS place_name, d.event_type, d.warning_id, d.next_attempt_at,
+  d.last_error, d.sent_at`;
+
+const LISTING_FROM = sql`
+  FROM deliveries d
+  JOIN subscribers s ON s.id = d.subscriber_id
+  LEFT JOIN places p ON p.id = d.place_id`;
+
+/** The ledger, newest first, narrowed by the filter. */
+export async function listDeliveries(
+  db: Db,
+  filter: DeliveryFilter = {},
+): Promise<DeliveryListing[]> {
+  const conditions: SQL[] = [];
+  if (filter.status) conditions.push(sql`d.status = ${filter.status}`);
+  if (filter.subscriber) {
+    conditions.push(
+      sql`(lower(s.email) = lower(${filter.subscriber}) OR s.webhook_url = ${filter.subscriber})`,
+    );
+  }
+  if (filter.since) conditions.push(sql`d.created_at >= ${filter.since.toISOString()}`);
+  const where = conditions.length > 0 ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``;
+  const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
+  const rows = await queryRows<ListingRow>(
+    db,
+    sql`SELECT ${LISTING_COLUMNS} ${LISTING_FROM} ${where}
+        ORDER BY d.created_at DESC, d.id
+        LIMIT ${limit}`,
+  );
+  return rows.map(toListing);
+}
+
+/** The rows with these ids, in the order asked; unknown ids are left out. */
+export async function getDeliveries(db: Db, ids: readonly string[]): Promise<DeliveryListing[]> {
+  const valid = ids.filter(isDeliveryId);
+  if (valid.length === 0) return [];
+  const rows = await queryRows<ListingRow>(
+    db,
+    sql`SELECT ${LISTING_COLUMNS} ${LISTING_FROM}
+        WHERE d.id = ANY(${sql.param(valid)}::uuid[])`,
+  );
+  const byId = new Map(rows.map((r) => [r.id, toListing(r)]));
+  return valid.flatMap((id) => byId.get(id.toLowerCase()) ?? []);
+}
+
+/** `text` on one line, at most `max` characters, with an ellipsis when it was longer. */
+export function cutShort(text: string | null, max: number): string {
+  if (!text) return '';
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= max ? line : `${line.slice(0, Math.max(0, max - 1))}…`;
+}

@@ -1,0 +1,179 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
+import { queryRows, type Db } from '../db/client.js';
+import { enqueueDelivery } from '../pipeline/deliver.js';
+import { deliverJobId, type Queues } from '../pipeline/queues.js';
+import {
+  getDeliveries,
+  isDeliveryId,
+  type DeliveryListing,
+  type DeliveryStatus,
+} from './deliveries.js';
+
+/**
+ * Replaying ledger rows (`qwn redeliver`). A row is set back to pending and gets a deliver job
+ * under its own id, so the receiver sees the same webhook-id / Message-ID as the first time.
+ *
+ * Attempts start again from 0: a redelivery is an admin asking for the notification once more,
+ * and it deserves the whole retry schedule — a dead row kept at its old count would die again
+ * at the first failure. When it was last delivered (`sent_at`) and the last error stay as they
+ * were until the new attempt replaces them.
+ */
+
+export type RedeliverSelection =
+  { readonly ids: readonly string[] } | { readonly since: Date; readonly status?: DeliveryStatus };
+
+export type SkipReason = 'subscriber-inactive' | 'in-flight';
+
+export interface RedeliverResult {
+  /** Rows set back to pending, each with a deliver job for its next attempt. */
+  requeued: { id: string; previousStatus: DeliveryStatus; previousAttempts: number }[];
+  skipped: { id: string; reason: SkipReason; detail: string }[];
+  /** Ids asked for that name no row. */
+  unknown: string[];
+}
+
+interface Candidate {
+  id: string;
+  status: DeliveryStatus;
+  attempts: number;
+  active: boolean;
+  disabled_reason: string | null;
+  in_flight: boolean;
+}
+
+function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candidate[]> {
+  const where =
+    'ids' in selection
+      ? sql`d.id = ANY(${sql.param(selection.ids.filter(isDeliveryId))}::uuid[])`
+      : selection.status
+        ? sql`d.created_at >= ${selection.since.toISOString()} AND d.status = ${selection.status}`
+        : sql`d.created_at >= ${selection.since.toISOString()}`;
+  return queryRows<Candidate>(
+    db,
+    sql`SELECT d.id, d.status, d.attempts, s.active, s.disabled_reason,
+          coalesce(d.claimed_until >= now(), false) AS in_flight
+        FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+        WHERE ${where}
+        ORDER BY d.created_at, d.id`,
+  );
+}
+
+/**
+ * Sets the selected rows back to pending and enqueues their deliver jobs. Rows of a paused or
+ * disabled subscriber and rows with an attempt under way are skipped. Running it again while
+ * the rows are still pending sends nothing twice: the job id is the row's and the attempt's,
+ * and a row is only ever claimed by one sender.
+ */
+export async function redeliver(
+  deps: { db: Db; queues: Pick<Queues, 'deliver'> },
+  selection: RedeliverSelection,
+): Promise<RedeliverResult> {
+  const candidates = await selectCandidates(deps.db, selection);
+  const found = new Set(candidates.map((c) => c.id));
+  const unknown =
+    'ids' in selection ? selection.ids.filter((id) => !found.has(id.toLowerCase())) : [];
+
+  const skipped: RedeliverResult['skipped'] = [];
+  const eligible: string[] = [];
+  for (const c of candidates) {
+    if (!c.active) {
+      skipped.push({
+        id: c.id,
+        reason: 'subscriber-inactive',
+        detail: c.disabled_reason
+          ? `subscriber is disabled: ${c.disabled_reason}`
+          : 'subscriber is paused (active = false)',
+      });
+    } else if (c.in_flight) {
+      skipped.push({ id: c.id, reason: 'in-flight', detail: 'an attempt is under way' });
+    } else {
+      eligible.push(c.id);
+    }
+  }
+
+  // The same conditions again under the row lock: a sender may have claimed a row since.
+  const reset =
+    eligible.length === 0
+      ? []
+      : await queryRows<{ id: string; previous_status: DeliveryStatus; previous_attempts: number }>(
+          deps.db,
+          sql`WITH target AS (
+                SELECT d.id, d.status, d.attempts
+                FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+                WHERE d.id = ANY(${sql.param(eligible)}::uuid[]) AND s.active
+                  AND (d.claimed_until IS NULL OR d.claimed_until < now())
+                FOR UPDATE OF d)
+              UPDATE deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(),
+                claimed_until = NULL, updated_at = now()
+              FROM target t
+              WHERE d.id = t.id
+              RETURNING d.id, t.status AS previous_status, t.attempts AS previous_attempts`,
+        );
+  const resetIds = new Set(reset.map((r) => r.id));
+  for (const id of eligible) {
+    if (!resetIds.has(id)) {
+      skipped.push({ id, reason: 'in-flight', detail: 'an attempt is under way' });
+    }
+  }
+
+  for (const row of reset) {
+    if (row.previous_attempts > 0 && row.previous_status !== 'sent') {
+      // The old series' delayed retry would only find the row not due; drop it to keep Redis tidy.
+      await removeDelayedJob(deps.queues, deliverJobId(row.id, row.previous_attempts));
+    }
+    await enqueueDelivery(deps.queues, row.id, 0);
+  }
+
+  const order = new Map(candidates.map((c, i) => [c.id, i]));
+  const byOrder = (a: { id: string }, b: { id: string }) =>
+    (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0);
+  return {
+    requeued: reset
+      .map((r) => ({
+        id: r.id,
+        previousStatus: r.previous_status,
+        previousAttempts: r.previous_attempts,
+      }))
+      .sort(byOrder),
+    skipped: skipped.sort(byOrder),
+    unknown,
+  };
+}
+
+async function removeDelayedJob(queues: Pick<Queues, 'deliver'>, jobId: string): Promise<void> {
+  const job = await queues.deliver.getJob(jobId);
+  if (!job || (await job.getState()) !== 'delayed') return;
+  await job.remove().catch(() => undefined);
+}
+
+/**
+ * Waits until every row has had its next attempt (sent, retrying or dead), by whichever worker
+ * took it, and returns the rows. A row whose claim ran out without an outcome (a crashed
+ * sender) counts as done here: the sweeper owns it.
+ */
+export async function waitForAttempts(
+  db: Db,
+  ids: readonly string[],
+  o: { timeoutMs: number; pollMs?: number },
+): Promise<{ rows: DeliveryListing[]; timedOut: boolean }> {
+  const deadline = Date.now() + o.timeoutMs;
+  let timedOut = false;
+  if (ids.length > 0) {
+    for (;;) {
+      const [open] = await queryRows<{ n: number }>(
+        db,
+        sql`SELECT count(*)::int AS n FROM deliveries
+            WHERE id = ANY(${sql.param([...ids])}::uuid[]) AND status = 'pending'
+              AND (attempts = 0 OR claimed_until >= now())`,
+      );
+      if ((open?.n ?? 0) === 0) break;
+      if (Date.now() >= deadline) {
+        timedOut = true;
+        break;
+      }
+      await sleep(o.pollMs ?? 100);
+    }
+  }
+  return { rows: await getDeliveries(db, ids), timedOut };
+}

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { cutShort, isDeliveryId, isDeliveryStatus } from '../../src/admin/deliveries.js';
+import { UsageError } from '../../src/cli/command.js';
+import { formatDeliveries, parseSince, shortTime } from '../../src/cli/deliveries.js';
+
+describe('ledger listing helpers', () => {
+  it('knows the four statuses and nothing else', () => {
+    expect(['pending', 'sent', 'retrying', 'dead'].every(isDeliveryStatus)).toBe(true);
+    expect(isDeliveryStatus('failed')).toBe(false);
+    expect(isDeliveryStatus('SENT')).toBe(false);
+  });
+
+  it('accepts only uuids as delivery ids', () => {
+    expect(isDeliveryId('0b6c3c1e-6f0e-4c55-9a53-5d1f3f0c2a10')).toBe(true);
+    expect(isDeliveryId('0B6C3C1E-6F0E-4C55-9A53-5D1F3F0C2A10')).toBe(true);
+    expect(isDeliveryId('42')).toBe(false);
+    expect(isDeliveryId("0b6c3c1e-6f0e-4c55-9a53-5d1f3f0c2a10' OR 1=1")).toBe(false);
+  });
+
+  it('cuts a long error to one line with an ellipsis', () => {
+    expect(cutShort(null, 10)).toBe('');
+    expect(cutShort('short', 10)).toBe('short');
+    expect(cutShort('line one\n  line two', 40)).toBe('line one line two');
+    expect(cutShort('abcdefghijklmnop', 10)).toBe('abcdefghi…');
+    expect(cutShort('abcdefghijklmnop', 10)).toHaveLength(10);
+  });
+
+  it('reads --since as ISO 8601, UTC unless a zone is given', () => {
+    expect(parseSince('2026-07-01').toISOString()).toBe('2026-07-01T00:00:00.000Z');
+    expect(parseSince('2026-07-01T08:00').toISOString()).toBe('2026-07-01T08:00:00.000Z');
+    expect(parseSince('2026-07-01 08:00:30').toISOString()).toBe('2026-07-01T08:00:30.000Z');
+    expect(parseSince('2026-07-01T08:00:00+08:00').toISOString()).toBe('2026-07-01T00:00:00.000Z');
+    expect(parseSince('2026-07-01T08:00:00.250Z').toISOString()).toBe('2026-07-01T08:00:00.250Z');
+    for (const bad of ['yesterday', '2026-13-01', '1751356800', '2026-07-01T25:00Z', '']) {
+      expect(() => parseSince(bad), bad).toThrow(UsageError);
+    }
+  });
+
+  it('prints times to the second in UTC', () => {
+    expect(shortTime(new Date('2026-07-01T08:00:00.123Z'))).toBe('2026-07-01T08:00:00Z');
+    expect(shortTime(null)).toBe('');
+  });
+
+  it('shows an open row with its next attempt and a closed one without', () => {
+    const base = {
+      createdAt: new Date('2026-07-01T08:00:00Z'),
+      channel: 'webhook' as const,
+      subscriberId: 's',
+      subscriber: 'https://hooks.example.com/q',
+      subscriberActive: true,
+      placeId: '101210101',
+      placeName: '杭州',
+      eventType: 'new',
+      warningId: 'w1',
+      sentAt: null,
+    };
+    const table = formatDeliveries([
+      {
+        ...base,
+        id: 'a',
+        status: 'retrying',
+        attempts: 2,
+        nextAttemptAt: new Date('2026-07-01T08:06:00Z'),
+        lastError: 'webhook endpoint answered 500',
+      },
+      {
+        ...base,
+        id: 'b',
+        status: 'dead',
+        attempts: 1,
+        nextAttemptAt: null,
+        lastError: 'x'.repeat(100),
+        subscriberActive: false,
+      },
+    ]);
+    const [header, open, closed] = table.split('\n');
+    expect(header).toMatch(/^id +created +status +attempts/);
+    expect(open).toMatch(
+      /^a +2026-07-01T08:00:00Z +retrying +2 +webhook .* 杭州 +new +w1 +2026-07-01T08:06:00Z +webhook endpoint answered 500$/,
+    );
+    expect(closed).toContain('https://hooks.example.com/q (off)');
+    expect(closed).toMatch(/ x{59}…$/);
+  });
+});
