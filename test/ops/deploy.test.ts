@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import { parseEnv } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../../src/config.js';
+
+/**
+ * No Docker engine runs in CI, so the deployment files are checked as data: valid YAML, and
+ * every variable they mention is one src/config.ts reads (and .env.example lists them all).
+ */
+
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+
+/** The variables of src/config.ts's environment schema, read from its source. */
+function configVariables(): string[] {
+  const source = read('src/config.ts');
+  const body = /const envSchema = z\.object\(\{([\s\S]*?)\n\}\);/.exec(source)?.[1];
+  if (!body) throw new Error('envSchema not found in src/config.ts');
+  return [...body.matchAll(/^ {2}([A-Z][A-Z0-9_]*):/gm)].map((m) => m[1]!).sort();
+}
+
+/** Set and commented-out assignments alike: the file documents every variable. */
+function exampleVariables(text: string): string[] {
+  return [...text.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]!).sort();
+}
+
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, string | number>;
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+  profiles?: string[];
+  ports?: string[];
+  stop_grace_period?: string;
+}
+
+describe('deployment files', () => {
+  const variables = configVariables();
+  const exampleText = read('.env.example');
+  const example = parseEnv(exampleText);
+  // Compose resolves YAML merge keys (`<<: *anchor`); YAML 1.2 parsers need to be asked.
+  const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as {
+    services: Record<string, ComposeService>;
+  };
+  const services = compose.services;
+
+  it('finds the schema of src/config.ts', () => {
+    expect(variables).toContain('DATABASE_URL');
+    expect(variables).toContain('HTTP_PORT');
+    expect(variables.length).toBeGreaterThan(20);
+  });
+
+  it('.env.example lists exactly the variables src/config.ts knows', () => {
+    expect(exampleVariables(exampleText)).toEqual(variables);
+    // No duplicate lines.
+    expect(new Set(exampleVariables(exampleText)).size).toBe(variables.length);
+  });
+
+  it('.env.example is valid configuration as it stands', () => {
+    expect(() => loadConfig(example)).not.toThrow();
+    expect(loadConfig(example).httpPort).toBe(9464);
+  });
+
+  it('compose has the services, with health checks and a noeviction Redis', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      ['mailpit', 'migrate', 'postgres', 'redis', 'simulator', 'worker'].sort(),
+    );
+    expect(services.postgres!.image).toBe('postgres:16');
+    expect(services.postgres!.healthcheck!.test.join(' ')).toContain('pg_isready');
+    expect(services.redis!.image).toBe('redis:7');
+    expect(services.redis!.command).toEqual(
+      expect.arrayContaining(['--maxmemory-policy', 'noeviction']),
+    );
+    expect(services.redis!.healthcheck!.test).toContain('ping');
+    expect(services.mailpit!.healthcheck).toBeDefined();
+    expect(services.mailpit!.ports).toEqual(
+      expect.arrayContaining(['127.0.0.1:1025:1025', '127.0.0.1:8025:8025']),
+    );
+    expect(services.migrate!.command).toEqual(['node', 'bin/qwn.js', 'migrate']);
+  });
+
+  it('starts the worker after healthy services and a finished migration', () => {
+    const worker = services.worker!;
+    expect(worker.build).toBe('.');
+    expect(worker.command).toEqual(['node', 'bin/qwn.js', 'worker']);
+    expect(worker.depends_on).toEqual({
+      postgres: { condition: 'service_healthy' },
+      redis: { condition: 'service_healthy' },
+      mailpit: { condition: 'service_healthy' },
+      migrate: { condition: 'service_completed_successfully' },
+    });
+    expect(worker.ports).toEqual(['127.0.0.1:${HTTP_PORT:-9464}:9464']);
+    expect(worker.environment!.HTTP_PORT).toBe(9464);
+    // Longer than the worker's 25 s shutdown grace.
+    expect(Number.parseInt(worker.stop_grace_period!, 10)).toBeGreaterThan(25);
+  });
+
+  it("the worker's environment uses only known variables, with .env.example's defaults", () => {
+    const env = services.worker!.environment!;
+    const unknown = Object.keys(env).filter((name) => !variables.includes(name));
+    expect(unknown).toEqual([]);
+    for (const [name, value] of Object.entries(env)) {
+      for (const ref of String(value).matchAll(/\$\{([A-Z][A-Z0-9_]*)(?::-([^}]*))?\}/g)) {
+        expect(variables, `${name} refers to ${ref[1]}`).toContain(ref[1]);
+        const fallback = ref[2];
+        // Where .env.example sets a value, compose falls back to the same one.
+        if (fallback && ref[1] === name && example[name] !== undefined) {
+          expect(fallback, name).toBe(example[name]);
+        }
+      }
+    }
+    // Every setting an operator might change reaches the worker.
+    const missing = variables.filter((name) => !(name in env));
+    expect(missing).toEqual([]);
+  });
+
+  it('runs the simulator only under its profile, with flags qwn simulate has', () => {
+    const simulator = services.simulator!;
+    expect(simulator.profiles).toEqual(['simulator']);
+    expect(simulator.command).toEqual([
+      'node',
+      'bin/qwn.js',
+      'simulate',
+      '--port',
+      '8080',
+      '--host',
+      '0.0.0.0',
+    ]);
+    const usage = read('src/cli/simulate.ts');
+    expect(usage).toContain('port: { type: ');
+    expect(usage).toContain('host: { type: ');
+  });
+
+  it('Dockerfile: node 20 slim, production dependencies, non-root, health check', () => {
+    const dockerfile = read('Dockerfile');
+    expect(dockerfile).toMatch(/^FROM node:20-slim$/m);
+    expect(dockerfile).toContain('npm ci --omit=dev');
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+    expect(dockerfile).toContain('CMD ["node", "bin/qwn.js", "worker"]');
+    // tsx runs the sources at runtime, so --omit=dev must keep it.
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    expect(pkg.dependencies.tsx).toBeDefined();
+    const ignored = read('.dockerignore');
+    expect(ignored).toMatch(/^\.env$/m);
+    expect(ignored).toMatch(/^node_modules$/m);
+  });
+});
