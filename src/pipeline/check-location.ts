@@ -52,9 +52,9 @@ export interface CheckOutcome {
   deliveryIds: string[];
 }
 
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
-interface WarningRow {
+export interface WarningRow {
   warning_id: string;
   state: TrackedWarning['state'];
   record: Omit<Warning, 'raw'>;
@@ -73,7 +73,7 @@ interface SubscriptionRow {
   events: EventType[] | null;
 }
 
-function toTracked(row: WarningRow): TrackedWarning {
+export function toTracked(row: WarningRow): TrackedWarning {
   return {
     id: row.warning_id,
     state: row.state,
@@ -85,7 +85,7 @@ function toTracked(row: WarningRow): TrackedWarning {
   };
 }
 
-function toFilter(row: SubscriptionRow): SubscriptionFilter {
+export function toFilter(row: SubscriptionRow): SubscriptionFilter {
   return {
     minLevel: parseLevel(row.min_level) ?? null,
     types: row.types,
@@ -104,7 +104,11 @@ const instant = (text: string | null) => {
   return Number.isNaN(ms) ? null : new Date(ms);
 };
 
-async function writeWarnings(tx: Tx, placeId: string, changes: TrackedWarning[]): Promise<void> {
+export async function writeWarnings(
+  tx: Tx,
+  placeId: string,
+  changes: TrackedWarning[],
+): Promise<void> {
   if (changes.length === 0) return;
   await tx
     .insert(warnings)

@@ -13,7 +13,7 @@ import type { QueueName, Queues } from './queues.js';
 export interface PipelineContext {
   readonly config: Config;
   readonly db: Db;
-  readonly upstream: Pick<QWeatherClient, 'warningList' | 'warningNow'>;
+  readonly upstream: Pick<QWeatherClient, 'warningList' | 'warningNow' | 'weatherAlert'>;
   readonly queues: Queues;
   readonly logger: Logger;
   readonly mailer: Mailer;

@@ -4,6 +4,7 @@ import { queryRows } from '../db/client.js';
 import { pollCycles } from '../db/schema.js';
 import { scrub } from '../logger.js';
 import type { PipelineContext } from './context.js';
+import { planPointChecks } from './poll-points.js';
 import { checkJobId } from './queues.js';
 
 export const POLL_JOB = 'poll';
@@ -54,6 +55,8 @@ export async function runPoll(
 ): Promise<PollOutcome> {
   const cycleId = await openCycle(ctx, payload.jobKey);
   const log = ctx.logger.child({ job: POLL_JOB, cycleId });
+  // v1 has no list: every watched point is checked (src/pipeline/poll-points.ts).
+  if (ctx.config.qweather.alertSource === 'v1') return planPointChecks(ctx, cycleId, log);
 
   let listedIds: string[];
   try {

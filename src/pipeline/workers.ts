@@ -1,8 +1,9 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { PipelineContext } from './context.js';
 import { checkPayload, recordFailedCheck, runCheck } from './check-location.js';
+import { checkPointPayload, recordFailedPointCheck, runCheckPoint } from './check-point.js';
 import { deliverPayload, runDeliver } from './deliver.js';
 import { pollPayload, runPoll } from './poll.js';
 import type { QueueName } from './queues.js';
@@ -22,14 +23,18 @@ export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
     // A scheduler job's id is stable across its retries: the cycle it opens is reused.
     run: (ctx, p, job) => runPoll(ctx, { jobKey: p.jobKey ?? job.id }),
   }),
+  // A place (v7) or a watched point (v1, src/pipeline/check-point.ts): one job kind, "check
+  // what is watched", sharing the queue's rate limit, which is the upstream's QPM budget.
   check: define({
-    payload: checkPayload,
+    payload: z.union([checkPayload, checkPointPayload]),
     run: async (ctx, p, job) => {
       try {
-        return await runCheck(ctx, p);
+        return 'pointId' in p ? await runCheckPoint(ctx, p) : await runCheck(ctx, p);
       } catch (err) {
         if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-          await recordFailedCheck(ctx, p, err).catch(() => undefined);
+          const record =
+            'pointId' in p ? recordFailedPointCheck(ctx, p, err) : recordFailedCheck(ctx, p, err);
+          await record.catch(() => undefined);
         }
         throw err;
       }

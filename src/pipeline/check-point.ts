@@ -1,0 +1,436 @@
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { queryRows } from '../db/client.js';
+import { deliveries, events } from '../db/schema.js';
+import {
+  DEFAULT_DETECT_SETTINGS,
+  detectChanges,
+  type DetectedEvent,
+  type EventType,
+  type FetchOutcome,
+  type TrackedState,
+} from '../domain/detect.js';
+import { filterAccepts } from '../domain/filters.js';
+import {
+  expiryOwedToSubscriber,
+  parsePointKey,
+  POINT_KEY_PATTERN,
+  subscriptionPointKeys,
+  type Point,
+} from '../domain/points.js';
+import type { Warning } from '../domain/warning.js';
+import {
+  toFilter,
+  toTracked,
+  writeWarnings,
+  type CheckOutcome,
+  type Tx,
+  type WarningRow,
+} from './check-location.js';
+import type { PipelineContext } from './context.js';
+import { deliverJobId } from './queues.js';
+
+/**
+ * The v1 check (QWEATHER_ALERT_SOURCE=v1): one watched point, `GET /weatheralert/v1/current/
+ * {lat}/{lon}`, detection against the alerts tracked at that point, and one transaction writing
+ * warnings, events and delivery rows, as `runCheck` does for a v7 place.
+ *
+ * One alert id is returned at every point of its area, so alerts are tracked per point (each
+ * point's misses and chain links are its own) while notifications are keyed per subscriber:
+ * the ledger's unique (subscriber, warning id, event type) makes the second point that reports
+ * an alert to the same subscriber a no-op. Two rules keep the points from contradicting each
+ * other (see docs/v1.md):
+ * - every point check takes a transaction-scoped advisory lock per alert id it has events for,
+ *   in id order, so checks of different points that report the same alert are serialized;
+ * - `expired` goes to a subscriber only when the alert is over at every point they watch
+ *   (`expiryOwedToSubscriber`).
+ */
+
+/** Runs on the `check` queue: the v1 counterpart of `checkPayload`, told apart by `pointId`. */
+export const checkPointPayload = z.object({
+  cycleId: z.string().uuid(),
+  pointId: z.string().regex(POINT_KEY_PATTERN),
+});
+export type CheckPointPayload = z.infer<typeof checkPointPayload>;
+
+const OPERATION = 'weatherAlert';
+
+interface PointRow {
+  last_cycle_id: string | null;
+  last_fetched_at: Date | null;
+  last_tag: string | null;
+}
+
+interface PointSubscriptionRow {
+  subscriber_id: string;
+  place_id: string;
+  channel: 'email' | 'webhook';
+  min_level: string | null;
+  types: string[] | null;
+  events: EventType[] | null;
+  points: string[] | null;
+  lat: number | null;
+  lon: number | null;
+}
+
+interface PointAnswer {
+  tag: string | null;
+  attributions: string[];
+}
+
+const NO_EVENTS = (): Record<EventType, number> => ({ new: 0, update: 0, cancel: 0, expired: 0 });
+
+function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
+  const { raw: _raw, ...record } = warning;
+  return record;
+}
+
+/** Namespaced so that no other advisory lock of qwn (migrate, seed) can collide with it. */
+const lockAlert = (tx: Tx, alertId: string) =>
+  tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`qwn-alert/${alertId}`}, 0))`);
+
+/** Active subscriptions that watch this point, through stored points or their place. */
+async function subscriptionsAt(tx: Tx, point: Point): Promise<PointSubscriptionRow[]> {
+  // Coordinates are rounded in JS (as the client rounds them); SQL only narrows the candidates.
+  const rows = await queryRows<PointSubscriptionRow>(
+    tx,
+    sql`SELECT s.subscriber_id, s.place_id, s.min_level, s.types, s.events, s.points,
+          p.lat, p.lon,
+          CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel
+        FROM subscriptions s
+        JOIN subscribers u ON u.id = s.subscriber_id
+        LEFT JOIN places p ON p.id = s.place_id
+        WHERE u.active AND (
+          s.points @> ARRAY[${point.key}]::text[]
+          OR (s.points IS NULL
+              AND p.lat BETWEEN ${point.lat - 0.01} AND ${point.lat + 0.01}
+              AND p.lon BETWEEN ${point.lon - 0.01} AND ${point.lon + 0.01}))
+        ORDER BY s.subscriber_id, s.place_id`,
+  );
+  return rows.filter((row) => subscriptionPointKeys(row, row.points).includes(point.key));
+}
+
+/** For each subscriber, the states of one alert at the other points they watch. */
+async function statesElsewhere(
+  tx: Tx,
+  point: Point,
+  alertId: string,
+  subscriberIds: readonly string[],
+): Promise<Map<string, TrackedState[]>> {
+  const result = new Map<string, TrackedState[]>();
+  if (subscriberIds.length === 0) return result;
+  const watched = await queryRows<{
+    subscriber_id: string;
+    points: string[] | null;
+    lat: number | null;
+    lon: number | null;
+  }>(
+    tx,
+    sql`SELECT s.subscriber_id, s.points, p.lat, p.lon
+        FROM subscriptions s LEFT JOIN places p ON p.id = s.place_id
+        WHERE s.subscriber_id = ANY(${sql.param(subscriberIds)}::uuid[])`,
+  );
+  const others = new Map<string, Set<string>>();
+  for (const row of watched) {
+    const keys = others.get(row.subscriber_id) ?? new Set<string>();
+    for (const key of subscriptionPointKeys(row, row.points)) if (key !== point.key) keys.add(key);
+    others.set(row.subscriber_id, keys);
+  }
+  const allKeys = [...new Set([...others.values()].flatMap((keys) => [...keys]))];
+  const states =
+    allKeys.length === 0
+      ? []
+      : await queryRows<{ place_id: string; state: TrackedState }>(
+          tx,
+          sql`SELECT place_id, state FROM warnings
+              WHERE warning_id = ${alertId} AND place_id = ANY(${sql.param(allKeys)}::text[])`,
+        );
+  const stateAt = new Map(states.map((s) => [s.place_id, s.state]));
+  for (const id of subscriberIds) {
+    const keys = others.get(id) ?? new Set<string>();
+    result.set(
+      id,
+      [...keys].flatMap((key) => {
+        const state = stateAt.get(key);
+        return state ? [state] : [];
+      }),
+    );
+  }
+  return result;
+}
+
+/**
+ * Inserts this point's events and the delivery rows they owe. Returns the new delivery ids and
+ * the events that are news for this cycle (the first report of an alert id and type in the
+ * cycle, whichever point made it), which is what the cycle's counters count.
+ */
+async function writePointEvents(
+  tx: Tx,
+  input: {
+    cycleId: string;
+    point: Point;
+    detected: DetectedEvent[];
+    attributions: string[];
+    now: Date;
+  },
+): Promise<{ deliveryIds: string[]; counted: Record<EventType, number> }> {
+  const counted = NO_EVENTS();
+  if (input.detected.length === 0) return { deliveryIds: [], counted };
+  const inserted = await tx
+    .insert(events)
+    .values(
+      input.detected.map((e) => ({
+        cycleId: input.cycleId,
+        placeId: input.point.key,
+        warningId: e.warningId,
+        type: e.type,
+        supersedes: e.supersedes,
+        record: withoutRaw(e.warning),
+        attributions: input.attributions,
+        detectedAt: input.now,
+      })),
+    )
+    .onConflictDoNothing()
+    .returning({ id: events.id, warningId: events.warningId, type: events.type });
+  if (inserted.length === 0) return { deliveryIds: [], counted };
+
+  const reportedElsewhere = await queryRows<{ warning_id: string; type: EventType }>(
+    tx,
+    sql`SELECT DISTINCT warning_id, type FROM events
+        WHERE cycle_id = ${input.cycleId} AND place_id <> ${input.point.key}
+          AND warning_id = ANY(${sql.param(inserted.map((e) => e.warningId))}::text[])`,
+  );
+  const already = new Set(reportedElsewhere.map((r) => `${r.type}\u0000${r.warning_id}`));
+
+  const subscriptions = await subscriptionsAt(tx, input.point);
+  const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
+  const rows: (typeof deliveries.$inferInsert)[] = [];
+  for (const event of inserted) {
+    const key = `${event.type}\u0000${event.warningId}`;
+    const detected = byKey.get(key);
+    if (!detected) continue;
+    if (!already.has(key)) counted[detected.type] += 1;
+
+    // One row per subscriber even when several of their places share this point; the first
+    // place (by id) that lets the event through names the location in the message.
+    const chosen = new Map<string, PointSubscriptionRow>();
+    for (const sub of subscriptions) {
+      if (chosen.has(sub.subscriber_id)) continue;
+      if (filterAccepts(toFilter(sub), { type: detected.type, warning: detected.warning })) {
+        chosen.set(sub.subscriber_id, sub);
+      }
+    }
+    if (detected.type === 'expired' && chosen.size > 0) {
+      const elsewhere = await statesElsewhere(tx, input.point, detected.warningId, [
+        ...chosen.keys(),
+      ]);
+      for (const [subscriberId, states] of elsewhere) {
+        if (!expiryOwedToSubscriber(states)) chosen.delete(subscriberId);
+      }
+    }
+    for (const sub of chosen.values()) {
+      rows.push({
+        subscriberId: sub.subscriber_id,
+        eventId: event.id,
+        cycleId: input.cycleId,
+        placeId: sub.place_id,
+        warningId: detected.warningId,
+        eventType: detected.type,
+        channel: sub.channel,
+        nextAttemptAt: input.now,
+      });
+    }
+  }
+  const deliveryIds: string[] = [];
+  // Bounded statements: one alert over a big city can owe thousands of rows to one point.
+  for (let i = 0; i < rows.length; i += 1000) {
+    const batch = await tx
+      .insert(deliveries)
+      .values(rows.slice(i, i + 1000))
+      .onConflictDoNothing()
+      .returning({ id: deliveries.id });
+    for (const r of batch) deliveryIds.push(r.id);
+  }
+  return { deliveryIds, counted };
+}
+
+/**
+ * A check that failed for good (the database kept failing) still counts for its cycle, so the
+ * cycle ends and `poll --once` does not wait for it forever.
+ */
+export async function recordFailedPointCheck(
+  ctx: PipelineContext,
+  payload: CheckPointPayload,
+  error: unknown,
+): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await ctx.db.execute(sql`
+    UPDATE poll_cycles SET
+      checked = checked + 1,
+      error = coalesce(error, ${`check of point ${payload.pointId} failed: ${message.slice(0, 500)}`}),
+      status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
+      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
+                         ELSE finished_at END
+    WHERE id = ${payload.cycleId}`);
+}
+
+export class InvalidPointError extends Error {
+  override name = 'InvalidPointError';
+}
+
+/**
+ * The v1 check job: fetch the alerts at one point (local times), detect what changed there, and
+ * write warnings, events and delivery rows in one transaction; enqueue deliveries after commit.
+ */
+export async function runCheckPoint(
+  ctx: PipelineContext,
+  payload: CheckPointPayload,
+): Promise<CheckOutcome> {
+  const { cycleId, pointId } = payload;
+  const point = parsePointKey(pointId);
+  if (!point) throw new InvalidPointError(`"${pointId}" is not a point key`);
+  const log = ctx.logger.child({ job: 'check', cycleId, pointId });
+  const fetchStartedAt = ctx.now();
+
+  let fetch: FetchOutcome;
+  let answer: PointAnswer = { tag: null, attributions: [] };
+  try {
+    ctx.upstreamGate?.assertCallAllowed(OPERATION);
+    const result = await ctx.upstream.weatherAlert({
+      lat: point.lat,
+      lon: point.lon,
+      // Times with the point's own offset: what a subscriber there reads on the message.
+      localTime: true,
+    });
+    fetch = { ok: true, warnings: result.alerts };
+    answer = { tag: result.tag, attributions: result.attributions };
+    ctx.onUpstreamResult?.(OPERATION, null);
+  } catch (err) {
+    // DESIGN invariant 3: a failed call says nothing; the stored state stays as it was.
+    fetch = { ok: false };
+    ctx.onUpstreamResult?.(OPERATION, err);
+    log.warn({ err }, 'alert check failed');
+  }
+  const now = ctx.now();
+  const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
+
+  let unchangedTag = false;
+  const outcome = await ctx.db.transaction(async (tx) => {
+    // The poll creates the row; a check enqueued by an older cycle may find none yet.
+    await tx.execute(sql`
+      INSERT INTO alert_points (id, lat, lon) VALUES (${point.key}, ${point.lat}, ${point.lon})
+      ON CONFLICT (id) DO NOTHING`);
+    // Serializes checks of one point across processes and cycles.
+    const [row] = await queryRows<PointRow>(
+      tx,
+      sql`SELECT last_cycle_id, last_fetched_at, last_tag FROM alert_points
+          WHERE id = ${point.key} FOR UPDATE`,
+    );
+    const result: CheckOutcome = {
+      applied: true,
+      fetchOk: fetch.ok,
+      events: NO_EVENTS(),
+      deliveryIds: [],
+    };
+    if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
+    const stale = row?.last_fetched_at != null && new Date(row.last_fetched_at) > fetchStartedAt;
+    const apply = fetch.ok && !stale;
+
+    if (fetch.ok && apply) {
+      const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
+      const tracked = (
+        await queryRows<WarningRow>(
+          tx,
+          sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
+              FROM warnings WHERE place_id = ${point.key} AND last_seen > ${windowStart}`,
+        )
+      ).map(toTracked);
+      // The same tag means the same alerts as the last applied answer: nothing to diff. Unless
+      // an alert is waiting for its end to be confirmed: each successful answer without it is
+      // one more miss, whatever the tag.
+      unchangedTag =
+        answer.tag !== null &&
+        answer.tag === row?.last_tag &&
+        !tracked.some((t) => t.state === 'open' && t.misses > 0);
+      if (unchangedTag) {
+        const present = fetch.warnings.map((w) => w.id);
+        if (present.length > 0) {
+          await tx.execute(sql`
+            UPDATE warnings SET last_seen = ${now}, misses = 0
+            WHERE place_id = ${point.key} AND warning_id = ANY(${sql.param(present)}::text[])`);
+        }
+      } else {
+        const detected = detectChanges({ tracked, fetch, now, settings });
+        const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
+        // Before any write: a check of another point reporting the same alert waits here, then
+        // sees what this one committed (the expiry rule reads other points' states).
+        for (const id of alertIds) await lockAlert(tx, id);
+        if (detected.seen.length > 0) {
+          await tx.execute(sql`
+            UPDATE warnings SET last_seen = ${now}, misses = 0
+            WHERE place_id = ${point.key}
+              AND warning_id = ANY(${sql.param(detected.seen)}::text[])`);
+        }
+        await writeWarnings(tx, point.key, detected.changes);
+        const written = await writePointEvents(tx, {
+          cycleId,
+          point,
+          detected: detected.events,
+          attributions: answer.attributions,
+          now,
+        });
+        result.deliveryIds = written.deliveryIds;
+        result.events = written.counted;
+      }
+    }
+
+    await tx.execute(sql`
+      UPDATE alert_points SET last_cycle_id = ${cycleId},
+        last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
+        last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END,
+        last_tag = CASE WHEN ${apply} THEN ${answer.tag} ELSE last_tag END,
+        attributions = CASE WHEN ${apply} THEN ${sql.param(answer.attributions)}::text[]
+                            ELSE attributions END
+      WHERE id = ${point.key}`);
+    // The cycle row is updated last so that its lock is held for the shortest time.
+    await tx.execute(sql`
+      UPDATE poll_cycles SET
+        checked = checked + 1,
+        upstream_calls = upstream_calls + 1,
+        upstream_errors = upstream_errors + ${fetch.ok ? 0 : 1},
+        events_new = events_new + ${result.events.new},
+        events_update = events_update + ${result.events.update},
+        events_cancel = events_cancel + ${result.events.cancel},
+        events_expired = events_expired + ${result.events.expired},
+        deliveries_created = deliveries_created + ${result.deliveryIds.length},
+        status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
+        finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN ${now}
+                           ELSE finished_at END
+      WHERE id = ${cycleId}`);
+    return result;
+  });
+
+  if (outcome.deliveryIds.length > 0) {
+    // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
+    await ctx.queues.deliver.addBulk(
+      outcome.deliveryIds.map((deliveryId) => ({
+        name: 'deliver',
+        data: { deliveryId },
+        opts: { jobId: deliverJobId(deliveryId, 0) },
+      })),
+    );
+  }
+  const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
+  if (total > 0 || outcome.deliveryIds.length > 0 || !outcome.applied) {
+    log.info(
+      {
+        events: outcome.events,
+        deliveries: outcome.deliveryIds.length,
+        applied: outcome.applied,
+        unchangedTag,
+      },
+      'alerts checked',
+    );
+  }
+  return outcome;
+}
