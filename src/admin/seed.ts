@@ -8,6 +8,7 @@ import { parseDocument, visit } from 'yaml';
 import type { Db } from '../db/client.js';
 import { places, subscribers, subscriptions } from '../db/schema.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
+import { pointAt } from '../domain/points.js';
 import { registerSecret, type Logger } from '../logger.js';
 import {
   entryKey,
@@ -121,6 +122,8 @@ function parseYaml(text: string): unknown {
 interface PlannedSubscriber {
   source: ValidSubscriber;
   places: ResolvedPlace[];
+  /** Per place id: the v1 points its `lon,lat` entries gave (null: none, the place's own). */
+  points: Map<string, string[] | null>;
 }
 
 export async function applySeed(
@@ -167,6 +170,7 @@ export async function applySeed(
   const planned = validated.subscribers.map((source) => ({
     source,
     places: placesOf(source, resolutions),
+    points: pointsOf(source, resolutions),
   }));
 
   if (options.dryRun) {
@@ -210,6 +214,49 @@ function placesOf(source: ValidSubscriber, resolutions: Map<string, Resolution>)
   return [...byId.values()];
 }
 
+/**
+ * The exact points a subscriber gave as `lon,lat`, per place they resolved to: in v1 mode the
+ * point itself is watched, not the centre of the nearest city the lookup found (coordinates
+ * kept; two points in one district stay two points). A place also named by id or name keeps its
+ * own centre as one of its points. Places with no `lon,lat` entry get null (their centre).
+ */
+function pointsOf(
+  source: ValidSubscriber,
+  resolutions: Map<string, Resolution>,
+): Map<string, string[] | null> {
+  const given = new Map<string, Set<string>>();
+  const named = new Set<string>();
+  const centres = new Map<string, string>();
+  for (const location of source.locations) {
+    const resolution = resolutions.get(entryKey(location.entry));
+    if (!resolution?.ok) continue;
+    const place = resolution.place;
+    const centre = place.lat === null || place.lon === null ? null : pointAt(place.lat, place.lon);
+    if (centre) centres.set(place.id, centre.key);
+    if (location.entry.kind !== 'coordinates') {
+      named.add(place.id);
+      continue;
+    }
+    const point = pointAt(location.entry.coordinates.lat, location.entry.coordinates.lon);
+    if (!point) continue;
+    const keys = given.get(place.id) ?? new Set<string>();
+    keys.add(point.key);
+    given.set(place.id, keys);
+  }
+  const result = new Map<string, string[] | null>();
+  for (const id of new Set([...named, ...given.keys()])) {
+    const keys = given.get(id);
+    if (!keys) {
+      result.set(id, null);
+      continue;
+    }
+    const centre = centres.get(id);
+    if (named.has(id) && centre !== undefined) keys.add(centre);
+    result.set(id, [...keys].sort());
+  }
+  return result;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Planning: compare the file with the store, so that an unchanged subscriber is not written
 // at all (seeding twice changes nothing, not even updated_at).
@@ -222,6 +269,7 @@ interface SubscriptionValues {
   minLevel: string | null;
   types: string[] | null;
   events: string[] | null;
+  points: string[] | null;
 }
 
 type SubscriberChange =
@@ -283,9 +331,11 @@ async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promi
     counts: { created: 0, updated: 0, unchanged: 0, subscriptionsRemoved: 0 },
     generatedSecrets: [],
   };
-  for (const { source, places: subscribed } of planned) {
+  for (const { source, places: subscribed, points } of planned) {
     const address = source.address;
-    const wanted = subscribed.map((place) => subscriptionValues(place.id, source.filter));
+    const wanted = subscribed.map((place) =>
+      subscriptionValues(place.id, source.filter, points.get(place.id) ?? null),
+    );
     const current =
       address.channel === 'email' ? byEmail.get(address.email) : byUrl.get(address.url);
 
@@ -353,12 +403,17 @@ async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promi
   return plan;
 }
 
-function subscriptionValues(placeId: string, filter: SubscriptionFilter): SubscriptionValues {
+function subscriptionValues(
+  placeId: string,
+  filter: SubscriptionFilter,
+  points: string[] | null,
+): SubscriptionValues {
   return {
     placeId,
     minLevel: filter.minLevel,
     types: filter.types === null ? null : [...filter.types],
     events: filter.events === null ? null : [...filter.events],
+    points,
   };
 }
 
@@ -366,7 +421,8 @@ function sameSubscription(row: SubscriptionRow, values: SubscriptionValues): boo
   return (
     row.minLevel === values.minLevel &&
     sameList(row.types, values.types) &&
-    sameList(row.events, values.events)
+    sameList(row.events, values.events) &&
+    sameList(row.points, values.points)
   );
 }
 
@@ -427,7 +483,12 @@ async function writePlan(db: Db, plan: Plan): Promise<void> {
     for (const { id, values } of change.update) {
       await db
         .update(subscriptions)
-        .set({ minLevel: values.minLevel, types: values.types, events: values.events })
+        .set({
+          minLevel: values.minLevel,
+          types: values.types,
+          events: values.events,
+          points: values.points,
+        })
         .where(eq(subscriptions.id, id));
     }
     if (change.insert.length > 0) {
