@@ -20,8 +20,10 @@ export interface Notification {
   readonly warning: Warning;
   /** Earlier warning ids this one updates or cancels. */
   readonly supersedes: readonly string[];
-  /** Data attribution, e.g. "Weather data: QWeather" plus the v1 attributions. */
+  /** Data attribution, e.g. "Weather data: QWeather". */
   readonly attribution: string;
+  /** v1: the answer's `metadata.attributions`, shown after `attribution`; absent for v7. */
+  readonly attributions?: readonly string[];
   readonly lang: 'zh' | 'en';
 }
 
@@ -43,14 +45,24 @@ export interface WebhookWarning {
   related: string | null;
 }
 
+/** The fields a v1 alert adds to `data.warning` (docs/v1.md); v7 bodies stay as INTERFACE §4. */
+export interface WebhookV1Fields {
+  source: 'v1';
+  /** `color.code`, lower-case: white, blue, green, yellow, orange, red, black. */
+  color: string | null;
+  instruction: string | null;
+}
+
 export interface WebhookBody {
   type: `warning.${EventType}`;
   /** When the event was detected, ISO 8601 UTC without milliseconds. */
   timestamp: string;
   data: {
     location: { id: string; name: string };
-    warning: WebhookWarning;
+    warning: WebhookWarning | (WebhookWarning & WebhookV1Fields);
     supersedes: string[];
+    /** v1 only: the answer's `metadata.attributions`, to show with the data. */
+    attributions?: string[];
   };
 }
 
@@ -91,8 +103,12 @@ export function webhookPayload(n: Notification): WebhookBody {
         typeName: w.typeName,
         text: w.text,
         related: w.related[0] ?? null,
+        ...(w.source === 'v1'
+          ? { source: 'v1' as const, color: w.color, instruction: w.instruction }
+          : {}),
       },
       supersedes: [...n.supersedes],
+      ...(w.source === 'v1' ? { attributions: [...(n.attributions ?? [])] } : {}),
     },
   };
 }
@@ -291,7 +307,9 @@ function content(n: Notification): EmailContent {
   const l = LABELS[n.lang];
   const tz = n.location.tz;
   const severity = severityText(w.severity, n.lang);
-  const level = levelText(shownLevel(w), n.lang);
+  const shown = shownLevel(w);
+  // A colour off the level scale (v1 may send green or black) is still worth showing as given.
+  const level = shown === 'unknown' && w.color ? w.color : levelText(shown, n.lang);
   const fields: Field[] = [
     { label: l.place, value: `${n.location.name} (${n.location.id})` },
     { label: l.type, value: w.typeName ?? w.typeCode ?? l.notGiven },
@@ -310,7 +328,11 @@ function content(n: Notification): EmailContent {
     fields,
     text: w.text,
     instruction: w.instruction?.trim() ? w.instruction : null,
-    footer: [n.attribution, `${l.deliveryId}${l.colon}${n.deliveryId}`].filter((s) => s !== ''),
+    footer: [
+      n.attribution,
+      ...(n.attributions ?? []).map((a) => oneLine(a)),
+      `${l.deliveryId}${l.colon}${n.deliveryId}`,
+    ].filter((s) => s !== ''),
   };
 }
 
