@@ -1,5 +1,94 @@
-// Placeholder until the issue that builds `qwn demo` lands.
-export function run(_argv: string[]): Promise<number> {
-  console.error('qwn demo: not yet available');
-  return Promise.resolve(1);
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { readEnvironment } from '../config.js';
+import { DemoDatabaseError } from '../demo/database.js';
+import { RedisUnavailableError } from '../demo/redis.js';
+import { DemoFailedError, DemoInterruptedError, runDemo } from '../demo/run.js';
+import { scrub } from '../logger.js';
+import { UsageError } from './command.js';
+
+const USAGE = 'usage: qwn demo [--mail-dir DIR]';
+
+const HELP = `${USAGE}
+
+Runs the real pipeline (BullMQ workers, Postgres, the email and webhook channels) against the
+built-in QWeather simulator playing a storyline, and prints what happens cycle by cycle.
+
+  Postgres  DATABASE_URL unset: an embedded Postgres (PGlite) in memory. Set: a throwaway
+            database qwn_demo_<random> is created on that server and dropped at the end; the
+            database the URL names is never touched.
+  Redis     REDIS_URL (default redis://127.0.0.1:6379) when it answers, under a private queue
+            prefix whose keys are deleted at the end; otherwise a redis-server started for the
+            demo on a free port and stopped at the end.
+  Mail      an SMTP sink saving .eml files in --mail-dir (default .demo/mail/<time>/).
+  Webhooks  a sink verifying every Standard Webhooks signature.
+  Logs      LOG_LEVEL (default warn for the demo), on stderr.
+
+Ctrl-C stops after the current cycle and stops everything the demo started; a second Ctrl-C
+exits at once (a redis-server the demo started is still killed).`;
+
+function timestamp(now: Date): string {
+  return now
+    .toISOString()
+    .replace(/\.\d+Z$/, '')
+    .replace(/[-:]/g, '')
+    .replace('T', '-');
+}
+
+/**
+ * `qwn demo` (INTERFACE §1): the whole pipeline on built-in defaults. Exit 0 when the story ran
+ * to its end, 1 when something it needs is missing or a cycle failed, 130 on SIGINT.
+ */
+export async function run(argv: string[]): Promise<number> {
+  let values: { 'mail-dir'?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { 'mail-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  // One folder per run, so the messages of one story stay together.
+  const mailDir = resolve(values['mail-dir'] ?? `.demo/mail/${timestamp(new Date())}`);
+
+  const interrupt = new AbortController();
+  const onSignal = () => {
+    if (interrupt.signal.aborted) {
+      // A second signal means now: the exit hook still stops a redis-server the demo started.
+      process.exit(130);
+    }
+    console.error('qwn demo: interrupted, stopping everything it started…');
+    interrupt.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    await runDemo({
+      env: readEnvironment(),
+      print: (line) => console.log(line),
+      mailDir,
+      signal: interrupt.signal,
+    });
+    return 0;
+  } catch (err) {
+    if (err instanceof DemoInterruptedError) return 130;
+    if (
+      err instanceof RedisUnavailableError ||
+      err instanceof DemoDatabaseError ||
+      err instanceof DemoFailedError
+    ) {
+      console.error(`qwn demo: ${scrub(err.message)}`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
 }

@@ -1,0 +1,190 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * `qwn demo` as a user runs it: a child process in an empty folder, no DATABASE_URL (PGlite),
+ * the local Redis or none at all. It must tell the whole story, exit 0 and leave nothing behind.
+ */
+
+const QWN = resolve('bin/qwn.js');
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function baseEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...overrides };
+  for (const name of ['DATABASE_URL', 'LOG_LEVEL', 'QUEUE_PREFIX']) {
+    if (!(name in overrides)) delete env[name];
+  }
+  return env;
+}
+
+function runDemo(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  options: { onStdout?: (text: string, child: ReturnType<typeof spawn>) => void } = {},
+): Promise<Run> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [QWN, 'demo'], { cwd, env });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      options.onStdout?.(stdout, child);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolvePromise(true);
+    });
+    socket.once('error', () => resolvePromise(false));
+  });
+}
+
+/** A port nothing listens on: bound, read, released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function match(text: string, pattern: RegExp): RegExpExecArray {
+  const found = pattern.exec(text);
+  if (!found) throw new Error(`output does not match ${pattern}:\n${text}`);
+  return found;
+}
+
+let workDir: string;
+
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'qwn-demo-'));
+});
+afterAll(async () => {
+  await rm(workDir, { recursive: true, force: true });
+});
+
+describe('qwn demo', () => {
+  it('plays the whole story through both channels on PGlite and the local Redis', async () => {
+    const run = await runDemo(workDir, baseEnv({ REDIS_URL: 'redis://127.0.0.1:6379' }));
+    const out = run.stdout;
+    expect(run.code, `${out}\n${run.stderr}`).toBe(0);
+
+    expect(out).toContain('embedded Postgres (PGlite');
+    // One block per step, saying what was listed, checked, detected and delivered.
+    for (let step = 1; step <= 5; step += 1) expect(out).toContain(`[${step}/5]`);
+    expect(out).toMatch(/listed 5 \(3 nobody watches: not fetched\) · checked 2/);
+    expect(out).toMatch(/detected {2}expired {2}杭州/);
+    expect(out).toMatch(/email {5}ops@guangdong\.example {2}Cancelled: /);
+
+    // Every kind of event, and deliveries by both channels, all sent.
+    const events = match(out, /new\s+update\s+cancel\s+expired\n\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/);
+    expect(events.slice(1).map(Number)).toEqual([5, 7, 4, 1]);
+    const email = match(out, /email\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
+    const webhook = match(out, /webhook\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
+    expect(email.slice(1).map(Number)).toEqual([8, 0, 0, 0]);
+    expect(webhook.slice(1).map(Number)).toEqual([31, 0, 0, 0]);
+    expect(out).toContain('webhooks verified  31 of 31 requests');
+    expect(out).toContain('unwatched places   fetched 0 times');
+
+    // The emails are where it says, as real messages.
+    const [, count, dir] = match(out, /emails saved\s+(\d+) \.eml files in (\S+)/);
+    expect(dir!.startsWith(join(workDir, '.demo', 'mail'))).toBe(true);
+    const files = (await readdir(dir!)).filter((f) => f.endsWith('.eml'));
+    expect(files).toHaveLength(Number(count));
+    const texts = await Promise.all(files.map((f) => readFile(join(dir!, f), 'utf8')));
+    expect(texts.filter((t) => /^To: duty-desk@hangzhou\.example$/m.test(t))).toHaveLength(3);
+    expect(texts.filter((t) => /^To: ops@guangdong\.example$/m.test(t))).toHaveLength(5);
+    expect(texts.every((t) => /^Message-ID: <.+>$/m.test(t))).toBe(true);
+
+    // Quiet logs: stderr carries no pipeline log lines.
+    expect(run.stderr).not.toContain('"level"');
+
+    // Nothing left behind: the servers it printed are closed, its queue keys are gone.
+    const ports = [
+      match(out, /QWeather simulator on http:\/\/127\.0\.0\.1:(\d+)/)[1],
+      match(out, /SMTP sink on 127\.0\.0\.1:(\d+)/)[1],
+      match(out, /signature-verifying sink on http:\/\/127\.0\.0\.1:(\d+)/)[1],
+    ].map(Number);
+    for (const port of ports) expect(await portAnswers(port)).toBe(false);
+    const [, prefix] = match(out, /queue prefix (qwn-demo-[0-9a-f]+)/);
+    const redis = new Redis('redis://127.0.0.1:6379');
+    try {
+      expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
+  }, 150_000);
+
+  it('says in one line how to get Redis when none answers and none can be started', async () => {
+    const port = await closedPort();
+    const run = await runDemo(
+      workDir,
+      // No redis-server on this PATH; node itself is started by its full path.
+      baseEnv({ REDIS_URL: `redis://127.0.0.1:${port}`, PATH: join(workDir, 'no-such-bin') }),
+    );
+    expect(run.code).toBe(1);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^qwn demo: no Redis answers at redis://127\\.0\\.0\\.1:${port} and no redis-server program on PATH; start one with \`docker compose up -d redis\`, or install it \\(Debian/Ubuntu: \`sudo apt-get install redis-server\`\\)`,
+      ),
+    );
+  }, 60_000);
+
+  it('starts a redis-server when none answers, and stops it when interrupted mid-story', async () => {
+    const port = await closedPort();
+    let interrupted = false;
+    const run = await runDemo(workDir, baseEnv({ REDIS_URL: `redis://127.0.0.1:${port}` }), {
+      onStdout(text, child) {
+        if (!interrupted && /delivered email/.test(text)) {
+          interrupted = true;
+          child.kill('SIGINT');
+        }
+      },
+    });
+    const [, redisPort, pid] = match(
+      run.stdout,
+      /redis-server started for the demo on 127\.0\.0\.1:(\d+) \(pid (\d+);/,
+    );
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stderr).toContain('interrupted, stopping everything it started');
+    expect(run.stdout).not.toContain('[5/5]');
+    expect(alive(Number(pid))).toBe(false);
+    expect(await portAnswers(Number(redisPort))).toBe(false);
+  }, 150_000);
+});
