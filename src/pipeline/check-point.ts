@@ -19,6 +19,7 @@ import {
   type Point,
 } from '../domain/points.js';
 import type { Warning } from '../domain/warning.js';
+import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
   toFilter,
   toTracked,
@@ -309,7 +310,10 @@ export async function runCheckPoint(
     // DESIGN invariant 3: a failed call says nothing; the stored state stays as it was.
     fetch = { ok: false };
     ctx.onUpstreamResult?.(OPERATION, err);
-    log.warn({ err }, 'alert check failed');
+    // Held back by the upstream circuit (src/ops/upstream.ts): the refusal that opened it was
+    // logged when it happened, and a line per point per cycle would bury it.
+    if (err instanceof UpstreamCircuitOpenError) log.debug({ err }, 'alert check held back');
+    else log.warn({ err }, 'alert check failed');
   }
   const now = ctx.now();
   const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { pollCycles } from '../db/schema.js';
 import { scrub } from '../logger.js';
+import { UpstreamCircuitOpenError } from '../ops/upstream.js';
+import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from './context.js';
 import { planPointChecks } from './poll-points.js';
 import { checkJobId } from './queues.js';
@@ -71,7 +73,15 @@ export async function runPoll(
       UPDATE poll_cycles SET status = 'failed', finished_at = ${ctx.now()}, error = ${message},
         upstream_calls = upstream_calls + 1, upstream_errors = upstream_errors + 1
       WHERE id = ${cycleId}`);
-    log.error({ err }, 'warning list failed');
+    if (err instanceof DeprecatedEndpointError) {
+      // The endpoint will not come back: one line that tells the operator what to do.
+      log.error({ operation: 'warningList', hint: err.hint }, `v7 endpoint retired: ${err.hint}`);
+    } else if (err instanceof UpstreamCircuitOpenError) {
+      // Held back (src/ops/upstream.ts): the failure that opened the circuit was logged already.
+      log.debug({ err }, 'warning list held back');
+    } else {
+      log.error({ err }, 'warning list failed');
+    }
     return { ok: false, cycleId, error: message };
   }
 
