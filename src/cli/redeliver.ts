@@ -89,7 +89,7 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger(verbose ? config.logLevel : 'error', pino.destination(2));
   let runtime;
   try {
-    runtime = createRuntime(config, logger);
+    runtime = createRuntime(config, logger, { upstream: 'none' });
   } catch (err) {
     if (err instanceof MissingSettingError) throw new UsageError(err.message);
     throw err;

@@ -19,6 +19,18 @@ export class MissingSettingError extends Error {
   override name = 'MissingSettingError';
 }
 
+/** The upstream of a runtime built for delivering only: any call is a configuration mistake. */
+function withoutUpstream(): PipelineContext['upstream'] & { close(): Promise<void> } {
+  const refuse = () =>
+    Promise.reject(new MissingSettingError('this command has no upstream (QWEATHER_API_URL)'));
+  return {
+    warningList: refuse,
+    warningNow: refuse,
+    weatherAlert: refuse,
+    close: () => Promise.resolve(),
+  };
+}
+
 /**
  * The composition root shared by `qwn poll`, `qwn worker` and the demo: real Postgres, Redis,
  * upstream client and channels, built from the one Config (STYLE §8).
@@ -32,9 +44,14 @@ export function createRuntime(
     now?: () => Date;
     metrics?: JobObserver;
     upstreamGate?: UpstreamGate;
+    /** Ledger commands only deliver: they need no upstream, so no QWEATHER_API_URL. */
+    upstream?: 'required' | 'none';
   } = {},
 ): Runtime {
-  if (!config.qweather.apiUrl) throw new MissingSettingError('QWEATHER_API_URL is not set');
+  const needsUpstream = options.upstream !== 'none';
+  if (needsUpstream && !config.qweather.apiUrl) {
+    throw new MissingSettingError('QWEATHER_API_URL is not set');
+  }
   if (!options.database && !config.databaseUrl) {
     throw new MissingSettingError('DATABASE_URL is not set');
   }
@@ -53,7 +70,7 @@ export function createRuntime(
   const redis = createRedis(config.redisUrl);
   redis.on('error', (err) => logger.error({ err }, 'redis connection error'));
   const queues = createQueues(redis, config.queuePrefix);
-  const upstream = createClientFromConfig(config, logger);
+  const upstream = needsUpstream ? createClientFromConfig(config, logger) : withoutUpstream();
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const webhooks = createWebhookSender({
     allowPrivate: config.webhookAllowPrivate,

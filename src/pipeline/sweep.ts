@@ -2,8 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { DELIVER_JOB } from './deliver.js';
-import { deliverJobId } from './queues.js';
+import { enqueueDelivery } from './deliver.js';
 
 export const SWEEP_JOB = 'sweep';
 
@@ -16,9 +15,6 @@ export const sweepPayload = z.object({
 const WARNING_RETENTION_HOURS = 72;
 const DEFAULT_GRACE_SECONDS = 30;
 const BATCH = 5000;
-
-/** BullMQ states in which a job will still run by itself. */
-const LIVE_STATES = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
 
 export interface SweepOutcome {
   requeued: number;
@@ -49,16 +45,8 @@ export async function runSweep(
   );
   let requeued = 0;
   for (const row of due) {
-    const jobId = deliverJobId(row.id, row.attempts);
-    const existing = await ctx.queues.deliver.getJob(jobId);
-    if (existing) {
-      const state = await existing.getState();
-      if (LIVE_STATES.has(state)) continue;
-      // A finished job keeps its id and would swallow the new one.
-      await existing.remove().catch(() => undefined);
-    }
-    await ctx.queues.deliver.add(DELIVER_JOB, { deliveryId: row.id }, { jobId });
-    requeued += 1;
+    // Skips rows whose job is still waiting or running; replaces a finished job's id.
+    if (await enqueueDelivery(ctx.queues, row.id, row.attempts)) requeued += 1;
   }
 
   const pruned = await queryRows<{ n: number }>(
