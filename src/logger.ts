@@ -29,6 +29,10 @@ export function scrub(text: string): string {
 function scrubDeep(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return scrub(value);
   if (depth > 6 || value === null || typeof value !== 'object') return value;
+  // An Error's message and stack are not enumerable, and a Date has no entries: serialize
+  // them first, or the walk below would log them as {}.
+  if (value instanceof Error) return scrubDeep(pino.stdSerializers.err(value), depth + 1);
+  if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, depth + 1);

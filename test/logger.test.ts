@@ -36,3 +36,28 @@ describe('logger redaction', () => {
     expect(out).toContain('[redacted]');
   });
 });
+
+describe('logger output', () => {
+  it('keeps error messages, causes and dates readable', () => {
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream);
+    const at = new Date('2026-07-01T08:00:00Z');
+    log.error(
+      { err: new Error('list call failed', { cause: new Error('socket hang up') }), at },
+      'x',
+    );
+    log.warn({ failure: new TypeError('bad payload') }, 'y');
+    interface Line {
+      at?: string;
+      err?: { message: string; stack: string };
+      failure?: { message: string; type: string };
+    }
+    const [first, second] = lines.map((l) => JSON.parse(l) as Line);
+    // pino's error serializer appends the causes' messages.
+    expect(first!.err!.message).toBe('list call failed: socket hang up');
+    expect(first!.err!.stack).toContain('list call failed');
+    expect(first!.at).toBe('2026-07-01T08:00:00.000Z');
+    expect(second!.failure!.message).toBe('bad payload');
+    expect(second!.failure!.type).toBe('TypeError');
+  });
+});
