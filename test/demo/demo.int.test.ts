@@ -37,7 +37,8 @@ function runDemo(
     const child = spawn(process.execPath, [QWN, 'demo'], { cwd, env });
     let stdout = '';
     let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    // Before the test's own timeout, so that a stuck run fails with its output to read.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 130_000);
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
       options.onStdout?.(stdout, child);
@@ -156,7 +157,7 @@ describe('qwn demo', () => {
       // No redis-server on this PATH; node itself is started by its full path.
       baseEnv({ REDIS_URL: `redis://127.0.0.1:${port}`, PATH: join(workDir, 'no-such-bin') }),
     );
-    expect(run.code).toBe(1);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(1);
     const lines = run.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
@@ -181,7 +182,7 @@ describe('qwn demo', () => {
       run.stdout,
       /redis-server started for the demo on 127\.0\.0\.1:(\d+) \(pid (\d+);/,
     );
-    expect(run.code, run.stderr).toBe(130);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(130);
     expect(run.stderr).toContain('interrupted, stopping everything it started');
     expect(run.stdout).not.toContain('[5/5]');
     expect(alive(Number(pid))).toBe(false);
