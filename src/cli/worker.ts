@@ -7,7 +7,12 @@ import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
 import { MissingSettingError, createRuntime, type Runtime } from '../pipeline/runtime.js';
-import { scheduleRecurring, startWorkers, type WorkerSet } from '../pipeline/workers.js';
+import {
+  ensureRecurring,
+  scheduleRecurring,
+  startWorkers,
+  type WorkerSet,
+} from '../pipeline/workers.js';
 import { UsageError } from './command.js';
 
 /**
@@ -17,6 +22,8 @@ import { UsageError } from './command.js';
 const SHUTDOWN_GRACE_MS = 25_000;
 /** Closing queues, Redis and Postgres after the workers; past this the process just exits. */
 const CLOSE_MARGIN_MS = 10_000;
+/** How often the worker makes sure Redis still holds the poll and sweep schedulers. */
+const SCHEDULER_CHECK_MS = 10_000;
 
 export async function run(argv: string[]): Promise<number> {
   try {
@@ -84,6 +91,7 @@ export async function run(argv: string[]): Promise<number> {
 
   let server: OpsServer | undefined;
   let workers: WorkerSet | undefined;
+  let schedulerCheck: NodeJS.Timeout | undefined;
   let exitCode = 0;
   try {
     server = await startOpsServer({
@@ -107,6 +115,16 @@ export async function run(argv: string[]): Promise<number> {
     ]);
     if (started === 'started') {
       workers = startWorkers(ctx, redis, ['poll', 'check', 'deliver', 'sweep']);
+      // Redis losing its keys (restart without persistence, flush) would otherwise stop all
+      // polling for good (found by the fault suite: test/faults/infrastructure.test.ts).
+      schedulerCheck = setInterval(() => {
+        ensureRecurring(ctx).then(
+          (declared) => {
+            if (declared) logger.warn('recurring jobs were missing from Redis, declared again');
+          },
+          (err: unknown) => logger.warn({ err }, 'could not check the recurring jobs'),
+        );
+      }, SCHEDULER_CHECK_MS);
       logger.info(
         {
           pollIntervalSeconds: config.pollIntervalSeconds,
@@ -129,6 +147,7 @@ export async function run(argv: string[]): Promise<number> {
   }, SHUTDOWN_GRACE_MS + CLOSE_MARGIN_MS);
   hardStop.unref();
 
+  clearInterval(schedulerCheck);
   await server?.close();
   await workers?.close(SHUTDOWN_GRACE_MS);
   await runtime.close();

@@ -123,13 +123,16 @@ export function startWorkers(
   };
 }
 
+const POLL_SCHEDULER_ID = 'poll-cycle';
+const SWEEP_SCHEDULER_ID = 'sweep';
+
 /**
  * Declares the recurring jobs. Every worker process may call this: job schedulers are upserts,
  * so one poll runs per period however many processes run (DESIGN § Choices).
  */
 export async function scheduleRecurring(ctx: PipelineContext): Promise<void> {
   await ctx.queues.poll.upsertJobScheduler(
-    'poll-cycle',
+    POLL_SCHEDULER_ID,
     { every: ctx.config.pollIntervalSeconds * 1000 },
     {
       name: 'poll',
@@ -138,7 +141,7 @@ export async function scheduleRecurring(ctx: PipelineContext): Promise<void> {
     },
   );
   await ctx.queues.sweep.upsertJobScheduler(
-    'sweep',
+    SWEEP_SCHEDULER_ID,
     { every: SWEEP_EVERY_MS },
     { name: 'sweep', data: {} },
   );
@@ -146,3 +149,19 @@ export async function scheduleRecurring(ctx: PipelineContext): Promise<void> {
 
 /** Often enough that a lost delivery is found again within a minute. */
 export const SWEEP_EVERY_MS = 30_000;
+
+/**
+ * Declares the recurring jobs again when Redis lost them (restarted without persistence,
+ * flushed, keys evicted): with the schedulers gone nothing would ever poll or sweep again.
+ * Live schedulers are left alone, since declaring one again could move its next run.
+ * Resolves to whether they had to be declared.
+ */
+export async function ensureRecurring(ctx: PipelineContext): Promise<boolean> {
+  const [poll, sweep] = await Promise.all([
+    ctx.queues.poll.getJobScheduler(POLL_SCHEDULER_ID),
+    ctx.queues.sweep.getJobScheduler(SWEEP_SCHEDULER_ID),
+  ]);
+  if (poll && sweep) return false;
+  await scheduleRecurring(ctx);
+  return true;
+}
