@@ -42,6 +42,13 @@ export function openPostgres(url: string, options: OpenOptions = {}): Database {
   // An idle client that loses its server emits 'error' on the pool; without a listener the
   // process would crash (pg's documented behaviour). The next query gets a fresh client.
   pool.on('error', () => undefined);
+  // The pool stops listening while a client is checked out (inside a transaction, between its
+  // statements): a session killed then (pg_terminate_backend, a failover) would emit 'error'
+  // with no listener and take the process down. The transaction fails instead, and the pool
+  // drops the broken client on release (found by test/faults/infrastructure.test.ts).
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   const db = drizzlePg(pool, { schema }) as unknown as Db;
   return {
     db,
