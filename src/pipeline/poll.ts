@@ -69,9 +69,11 @@ export async function runPoll(
   } catch (err) {
     ctx.onUpstreamResult?.('warningList', err);
     const message = scrub(err instanceof Error ? err.message : String(err));
+    // A call held back by the circuit never reached the upstream: it is not counted as one.
+    const called = err instanceof UpstreamCircuitOpenError ? 0 : 1;
     await ctx.db.execute(sql`
       UPDATE poll_cycles SET status = 'failed', finished_at = ${ctx.now()}, error = ${message},
-        upstream_calls = upstream_calls + 1, upstream_errors = upstream_errors + 1
+        upstream_calls = upstream_calls + ${called}, upstream_errors = upstream_errors + ${called}
       WHERE id = ${cycleId}`);
     if (err instanceof DeprecatedEndpointError) {
       // The endpoint will not come back: one line that tells the operator what to do.
