@@ -298,6 +298,13 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
         last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
         last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END
       WHERE id = ${placeId}`);
+    if (Object.values(result.events).every((n) => n === 0)) {
+      // A check that found nothing wrote only bookkeeping (last-seen times, misses): waiting
+      // for its WAL flush was most of a quiet cycle's time. Losing such a commit in a database
+      // crash only makes the next cycle check again. Checks that wrote events keep the durable
+      // commit, so no deliver job is enqueued for a row that is not on disk.
+      await tx.execute(sql`SET LOCAL synchronous_commit = off`);
+    }
     return result;
   });
 
@@ -317,8 +324,11 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     // (the bench's quiet cycle: 60-84 % of busy backend time waiting on this row's lock). As a
     // statement of its own it holds the lock only while the server runs it. A process that
     // dies between the commit above and this leaves one check uncounted: the cycle stays
-    // running until the sweeper closes it; no notification depends on these counters.
+    // running until the sweeper closes it; no notification depends on these counters. For the
+    // same reason the statement does not wait for its WAL flush (set_config(…, true) applies to
+    // the statement's own implicit transaction), so the row's lock is not held through one.
     await ctx.db.execute(sql`
+      WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true))
       UPDATE poll_cycles SET
         checked = checked + 1,
         upstream_calls = upstream_calls + 1,
@@ -331,7 +341,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
         status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
         finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN ${now}
                            ELSE finished_at END
-      WHERE id = ${cycleId}`);
+      WHERE id = ${cycleId} AND EXISTS (SELECT 1 FROM async_commit)`);
   }
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || !outcome.applied) {
