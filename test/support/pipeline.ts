@@ -85,6 +85,9 @@ export async function startPipelineHarness(
     MAIL_FROM: 'qwn alerts <alerts@qwn.test>',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     QWEATHER_TIMEOUT_MS: '3000',
+    // Small pools: test files run side by side on one Postgres (max_connections 100).
+    CHECK_CONCURRENCY: '4',
+    DELIVERY_CONCURRENCY: '8',
     LOG_LEVEL: 'warn',
     ...options.env,
   };
