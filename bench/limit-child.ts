@@ -1,0 +1,181 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import nodemailer from 'nodemailer';
+import pg from 'pg';
+import { Agent } from 'undici';
+import { renderEmail, webhookPayload } from '../src/domain/render.js';
+import { webhookSecretFor } from './data.js';
+import { sampleNotification } from './sample.js';
+
+/**
+ * One process of a raw-limit measurement (bench/limits.ts starts as many as the pipeline has
+ * worker processes). Each does the bare operation the pipeline's hot path is built on, as fast
+ * as it can, with the pipeline's own concurrency: no-op BullMQ jobs, signed undici POSTs,
+ * pooled nodemailer sends, batched inserts. Protocol over IPC: 'ready' → wait for 'go' → work
+ * → 'done' with the count; the BullMQ worker instead runs until 'stop'.
+ */
+
+export type LimitTask =
+  | { kind: 'bullmq'; redisUrl: string; prefix: string; queue: string; concurrency: number }
+  | { kind: 'undici'; origin: string; requests: number; concurrency: number; index: number }
+  | { kind: 'smtp'; url: string; messages: number; concurrency: number }
+  | { kind: 'insert'; databaseUrl: string; rows: number; batch: number; concurrency: number };
+
+export interface LimitResult {
+  count: number;
+  errors: number;
+  ms: number;
+  firstError?: string;
+}
+
+/** Runs `work` on `concurrency` lanes until `total` units are done. */
+async function lanes(
+  total: number,
+  concurrency: number,
+  work: (i: number) => Promise<void>,
+): Promise<LimitResult> {
+  let next = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, total) }, async () => {
+      while (next < total) {
+        const i = next++;
+        try {
+          await work(i);
+        } catch (err) {
+          errors += 1;
+          firstError ??= err instanceof Error ? err.message : String(err);
+        }
+      }
+    }),
+  );
+  return {
+    count: total - errors,
+    errors,
+    ms: performance.now() - started,
+    ...(firstError ? { firstError } : {}),
+  };
+}
+
+function waitFor(type: string): Promise<void> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { type?: string }) => {
+      if (m.type !== type) return;
+      process.off('message', onMessage);
+      resolve();
+    };
+    process.on('message', onMessage);
+  });
+}
+
+async function runUndici(t: Extract<LimitTask, { kind: 'undici' }>): Promise<LimitResult> {
+  const agent = new Agent();
+  const key = Buffer.from(webhookSecretFor(t.index).slice('whsec_'.length), 'base64');
+  const body = JSON.stringify(webhookPayload(sampleNotification(randomUUID())));
+  process.send?.({ type: 'ready' });
+  await waitFor('go');
+  try {
+    return await lanes(t.requests, t.concurrency, async () => {
+      const id = randomUUID();
+      const ts = String(Math.floor(Date.now() / 1000));
+      const signature = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64');
+      const response = await agent.request({
+        origin: t.origin,
+        path: `/raw/${t.index}`,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': ts,
+          'webhook-signature': `v1,${signature}`,
+        },
+        body,
+      });
+      await response.body.dump();
+      if (response.statusCode >= 300) throw new Error(`status ${response.statusCode}`);
+    });
+  } finally {
+    await agent.close();
+  }
+}
+
+async function runSmtp(t: Extract<LimitTask, { kind: 'smtp' }>): Promise<LimitResult> {
+  // The same pool shape as the pipeline's mailer (src/channels/email.ts).
+  const transport = nodemailer.createTransport({ url: t.url, pool: true, maxConnections: 5 });
+  const { subject, text, html } = renderEmail(sampleNotification(randomUUID()));
+  process.send?.({ type: 'ready' });
+  await waitFor('go');
+  try {
+    return await lanes(t.messages, t.concurrency, async () => {
+      await transport.sendMail({
+        from: 'qwn bench <alerts@bench.qwn.test>',
+        to: 'raw@bench.qwn.test',
+        subject,
+        text,
+        html,
+        messageId: `<raw-${randomUUID()}@qwn>`,
+      });
+    });
+  } finally {
+    transport.close();
+  }
+}
+
+async function runInsert(t: Extract<LimitTask, { kind: 'insert' }>): Promise<LimitResult> {
+  const pool = new pg.Pool({ connectionString: t.databaseUrl, max: t.concurrency });
+  const subscriber = randomUUID();
+  await pool.query('SELECT 1');
+  process.send?.({ type: 'ready' });
+  await waitFor('go');
+  const batches = Math.ceil(t.rows / t.batch);
+  let rows = 0;
+  try {
+    const result = await lanes(batches, t.concurrency, async (b) => {
+      const n = Math.min(t.batch, t.rows - b * t.batch);
+      const ids = Array.from({ length: n }, (_, i) => `w${process.pid}-${b}-${i}`);
+      // The shape of a delivery row insert: uuid default, a unique key, a few text columns.
+      await pool.query(
+        `INSERT INTO bench_raw_insert (subscriber_id, warning_id, event_type, channel, place_id)
+         SELECT $1, w, 'new', 'webhook', '101210101' FROM unnest($2::text[]) AS t(w)`,
+        [subscriber, ids],
+      );
+      rows += n;
+    });
+    return { ...result, count: rows };
+  } finally {
+    await pool.end();
+  }
+}
+
+async function runBullmq(t: Extract<LimitTask, { kind: 'bullmq' }>): Promise<LimitResult> {
+  const connection = new Redis(t.redisUrl, { maxRetriesPerRequest: null });
+  let count = 0;
+  const worker = new Worker(
+    t.queue,
+    () => {
+      count += 1;
+      return Promise.resolve();
+    },
+    { connection, prefix: t.prefix, concurrency: t.concurrency },
+  );
+  worker.on('error', () => undefined);
+  await worker.waitUntilReady();
+  process.send?.({ type: 'ready' });
+  await waitFor('stop');
+  await worker.close();
+  connection.disconnect();
+  return { count, errors: 0, ms: 0 };
+}
+
+const task = JSON.parse(process.argv[2] ?? '{}') as LimitTask;
+const run = {
+  undici: runUndici,
+  smtp: runSmtp,
+  insert: runInsert,
+  bullmq: runBullmq,
+} as const;
+const result = await (run[task.kind] as (t: LimitTask) => Promise<LimitResult>)(task);
+process.send?.({ type: 'done', result }, () => process.exit(0));

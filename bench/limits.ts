@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import pg from 'pg';
+import { DEFAULT_JOB_OPTIONS } from '../src/pipeline/queues.js';
+import type { LimitResult, LimitTask } from './limit-child.js';
+import { exited, forkTs, nextMessage } from './procs.js';
+
+/**
+ * The limits of this machine, measured in the same run as the pipeline (timings here are
+ * noisy, ratios less so): each bare operation run by as many processes as the pipeline has
+ * workers, at the pipeline's concurrency, against the same receiver, SMTP server, Postgres and
+ * Redis.
+ */
+
+export interface Limit {
+  /** Units per second over all processes. */
+  readonly perSecond: number;
+  readonly count: number;
+  readonly seconds: number;
+  readonly errors: number;
+  readonly firstError?: string;
+}
+
+export interface Limits {
+  readonly bullmqNoopJobs: Limit;
+  readonly undiciPosts: Limit;
+  readonly nodemailerSends: Limit;
+  readonly postgresInsertRows: Limit;
+}
+
+export interface LimitSizes {
+  readonly bullmqJobs: number;
+  readonly posts: number;
+  readonly emails: number;
+  readonly insertRows: number;
+}
+
+export const FULL_LIMIT_SIZES: LimitSizes = {
+  bullmqJobs: 30_000,
+  posts: 30_000,
+  emails: 6000,
+  insertRows: 300_000,
+};
+export const QUICK_LIMIT_SIZES: LimitSizes = {
+  bullmqJobs: 3000,
+  posts: 3000,
+  emails: 600,
+  insertRows: 30_000,
+};
+
+interface Setup {
+  readonly processes: number;
+  readonly deliveryConcurrency: number;
+  readonly redis: Redis;
+  readonly redisUrl: string;
+  readonly databaseUrl: string;
+  readonly receiverOrigin: string;
+  readonly smtpUrl: string;
+  readonly env: Record<string, string>;
+}
+
+/** Starts one child per process with its task, releases them together, sums what they did. */
+async function together(setup: Setup, tasks: LimitTask[]): Promise<Limit> {
+  const children = tasks.map((task) =>
+    forkTs('./limit-child.ts', [JSON.stringify(task)], { env: setup.env }),
+  );
+  try {
+    await Promise.all(children.map((c) => nextMessage(c, 'ready')));
+    const done = children.map((c) => nextMessage<{ result: LimitResult }>(c, 'done', 300_000));
+    for (const c of children) c.send({ type: 'go' });
+    const results = (await Promise.all(done)).map((m) => m.result);
+    const count = results.reduce((n, r) => n + r.count, 0);
+    const seconds = Math.max(...results.map((r) => r.ms)) / 1000;
+    const errors = results.reduce((n, r) => n + r.errors, 0);
+    const firstError = results.find((r) => r.firstError)?.firstError;
+    return {
+      perSecond: count / seconds,
+      count,
+      seconds,
+      errors,
+      ...(firstError ? { firstError } : {}),
+    };
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await Promise.all(children.map(exited));
+  }
+}
+
+async function bullmqLimit(setup: Setup, jobs: number): Promise<Limit> {
+  const prefix = `qwn-bench-raw-${randomBytes(4).toString('hex')}`;
+  const queue = new Queue('noop', { connection: setup.redis, prefix });
+  const children = Array.from({ length: setup.processes }, () =>
+    forkTs(
+      './limit-child.ts',
+      [
+        JSON.stringify({
+          kind: 'bullmq',
+          redisUrl: setup.redisUrl,
+          prefix,
+          queue: 'noop',
+          concurrency: setup.deliveryConcurrency,
+        } satisfies LimitTask),
+      ],
+      { env: setup.env },
+    ),
+  );
+  try {
+    // Jobs carry an id payload and the pipeline's retention options, like deliver jobs do.
+    await queue.pause();
+    for (let i = 0; i < jobs; i += 1000) {
+      await queue.addBulk(
+        Array.from({ length: Math.min(1000, jobs - i) }, (_, j) => ({
+          name: 'noop',
+          data: { deliveryId: `${i + j}` },
+          opts: { ...DEFAULT_JOB_OPTIONS, jobId: `noop-${i + j}` },
+        })),
+      );
+    }
+    await Promise.all(children.map((c) => nextMessage(c, 'ready')));
+    const started = performance.now();
+    await queue.resume();
+    for (;;) {
+      const counts = await queue.getJobCounts('wait', 'active', 'prioritized');
+      if (Object.values(counts).every((n) => n === 0)) break;
+      await sleep(10);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const done = children.map((c) => nextMessage<{ result: LimitResult }>(c, 'done'));
+    for (const c of children) c.send({ type: 'stop' });
+    const count = (await Promise.all(done)).reduce((n, m) => n + m.result.count, 0);
+    return { perSecond: count / seconds, count, seconds, errors: jobs - count };
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await Promise.all(children.map(exited));
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+  }
+}
+
+async function insertLimit(setup: Setup, rows: number): Promise<Limit> {
+  const client = new pg.Client({ connectionString: setup.databaseUrl });
+  await client.connect();
+  try {
+    await client.query(`
+      CREATE TABLE bench_raw_insert (
+        id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+        subscriber_id uuid NOT NULL,
+        warning_id text NOT NULL,
+        event_type text NOT NULL,
+        channel text NOT NULL,
+        place_id text NOT NULL,
+        next_attempt_at timestamptz NOT NULL DEFAULT now(),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (subscriber_id, warning_id, event_type))`);
+    const per = Math.ceil(rows / setup.processes);
+    return await together(
+      setup,
+      Array.from({ length: setup.processes }, () => ({
+        kind: 'insert' as const,
+        databaseUrl: setup.databaseUrl,
+        rows: per,
+        batch: 1000,
+        concurrency: 4,
+      })),
+    );
+  } finally {
+    await client.query('DROP TABLE IF EXISTS bench_raw_insert');
+    await client.end();
+  }
+}
+
+export async function measureLimits(setup: Setup, sizes: LimitSizes): Promise<Limits> {
+  const per = (n: number) => Math.ceil(n / setup.processes);
+  const bullmqNoopJobs = await bullmqLimit(setup, sizes.bullmqJobs);
+  const undiciPosts = await together(
+    setup,
+    Array.from({ length: setup.processes }, (_, i) => ({
+      kind: 'undici' as const,
+      origin: setup.receiverOrigin,
+      requests: per(sizes.posts),
+      concurrency: setup.deliveryConcurrency,
+      index: i,
+    })),
+  );
+  const nodemailerSends = await together(
+    setup,
+    Array.from({ length: setup.processes }, () => ({
+      kind: 'smtp' as const,
+      url: setup.smtpUrl,
+      messages: per(sizes.emails),
+      concurrency: setup.deliveryConcurrency,
+    })),
+  );
+  const postgresInsertRows = await insertLimit(setup, sizes.insertRows);
+  return { bullmqNoopJobs, undiciPosts, nodemailerSends, postgresInsertRows };
+}

@@ -1,0 +1,129 @@
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** Child processes of the bench and what the kernel says about them (Linux /proc). */
+
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Starts a TypeScript entry under tsx in its own Node process, with an IPC channel. */
+export function forkTs(
+  entry: string,
+  args: string[],
+  options: { env: Record<string, string>; nodeArgs?: string[]; logFd?: number },
+): ChildProcess {
+  const output = options.logFd ?? 'ignore';
+  return fork(fileURLToPath(new URL(entry, import.meta.url)), args, {
+    cwd: REPO_ROOT,
+    // Only what the bench hands over: the children read no other environment.
+    env: options.env,
+    execArgv: ['--import', 'tsx', ...(options.nodeArgs ?? [])],
+    stdio: ['ignore', output, output, 'ipc'],
+  });
+}
+
+export function nextMessage<T = unknown>(
+  child: ChildProcess,
+  type: string,
+  timeoutMs = 120_000,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`child ${child.pid} sent no '${type}' within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onMessage = (m: { type?: string }) => {
+      if (m.type !== type) return;
+      cleanup();
+      resolve(m as T);
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`child ${child.pid} exited (${code}) before sending '${type}'`));
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+export function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+let clockTicks: number | undefined;
+/** Kernel clock ticks per second, the unit of CPU times in /proc/<pid>/stat. */
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/** User + system CPU seconds of a process so far (0 once it is gone). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces: fields are counted after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    return (utime + stime) / ticksPerSecond();
+  } catch {
+    return 0;
+  }
+}
+
+/** Resident memory of a process now and at its peak (VmRSS, VmHWM), in MB. */
+export function memoryMb(pid: number): { rss: number; hwm: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
+}
+
+/** CPU seconds of every process with this command name (the Postgres server and its backends). */
+export function cpuSecondsOfCommand(command: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== command) continue;
+      total += cpuSeconds(Number(entry));
+    } catch {
+      // The process ended while the list was read.
+    }
+  }
+  return total;
+}
+
+/** Samples the resident memory of some processes until stopped; returns the peak of each. */
+export function sampleMemory(pids: readonly number[], everyMs = 100): () => number[] {
+  const peaks = pids.map((pid) => memoryMb(pid).rss);
+  const timer = setInterval(() => {
+    pids.forEach((pid, i) => {
+      peaks[i] = Math.max(peaks[i]!, memoryMb(pid).rss);
+    });
+  }, everyMs);
+  return () => {
+    clearInterval(timer);
+    pids.forEach((pid, i) => {
+      peaks[i] = Math.max(peaks[i]!, memoryMb(pid).rss);
+    });
+    return peaks;
+  };
+}

@@ -1,0 +1,320 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { ChildProcess } from 'node:child_process';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { openPostgres } from '../src/db/client.js';
+import { createLogger } from '../src/logger.js';
+import { createRuntime } from '../src/pipeline/runtime.js';
+import { loadPlacesFromCsv, startSimulator } from '../src/simulator/index.js';
+import {
+  FULL_SIZE,
+  QUICK_SIZE,
+  generateData,
+  insertData,
+  scenarioStates,
+  type BenchData,
+} from './data.js';
+import { FULL_LIMIT_SIZES, QUICK_LIMIT_SIZES, measureLimits } from './limits.js';
+import { REPO_ROOT, exited, forkTs, memoryMb, nextMessage } from './procs.js';
+import { formatMarkdown, formatText, judgeTargets, type BenchReport } from './report.js';
+import { runScenario, type ScenarioResult } from './scenario.js';
+import { startBenchReceiver, startBenchSmtp } from './sinks.js';
+
+/**
+ * `npm run bench`: a national storm on the real pipeline (worker processes, Postgres, Redis,
+ * the simulator, a signature-checking webhook receiver, an SMTP server), each figure paired
+ * with this machine's limits measured in the same run. See BENCHMARKS.md.
+ */
+
+const USAGE = `usage: npm run bench -- [--quick] [--workers N] [--out FILE] [--no-md]
+       [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof] [--log-level L]
+       [--pg URL] [--redis URL] [--places DIR] [--keep]`;
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    workers: { type: 'string', default: '2' },
+    out: { type: 'string' },
+    'no-md': { type: 'boolean', default: false },
+    'check-concurrency': { type: 'string' },
+    'delivery-concurrency': { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'warn' },
+    pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
+    redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    places: { type: 'string', default: resolve(REPO_ROOT, '../shared/data/qweather') },
+    keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const quick = args.quick;
+const workerCount = Number(args.workers);
+if (!Number.isInteger(workerCount) || workerCount < 1)
+  throw new Error(`--workers: ${args.workers}`);
+const outFile = resolve(
+  args.out ??
+    (quick
+      ? join(os.tmpdir(), 'qwn-bench-quick.json')
+      : join(REPO_ROOT, 'bench/results/latest.json')),
+);
+const say = (line: string) => console.error(`bench: ${line}`);
+
+async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `qwn_bench_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+async function versions(stats: pg.Client, redis: Redis) {
+  const { rows } = await stats.query<{ v: string }>(
+    `SELECT current_setting('server_version') AS v`,
+  );
+  const info = await redis.info('server');
+  return {
+    postgres: `Postgres ${rows[0]?.v ?? '?'}`,
+    redis: /^redis_version:(\S+)/m.exec(info)?.[1] ?? '?',
+  };
+}
+
+async function updateBenchmarksMd(markdown: string): Promise<void> {
+  const file = join(REPO_ROOT, 'BENCHMARKS.md');
+  const start = '<!-- bench:latest:start -->';
+  const end = '<!-- bench:latest:end -->';
+  const text = await readFile(file, 'utf8');
+  const from = text.indexOf(start);
+  const to = text.indexOf(end);
+  if (from === -1 || to === -1)
+    throw new Error(`BENCHMARKS.md lacks the ${start} … ${end} markers`);
+  await writeFile(file, `${text.slice(0, from + start.length)}\n${markdown}\n${text.slice(to)}`);
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const size = quick ? QUICK_SIZE : FULL_SIZE;
+  const redis = new Redis(args.redis, { maxRetriesPerRequest: null });
+  const receiver = await startBenchReceiver();
+  const smtp = await startBenchSmtp();
+  const allPlaces = await loadPlacesFromCsv(args.places);
+  const sim = await startSimulator({ places: allPlaces });
+  const database = await createDatabase(args.pg);
+  const prefix = `qwn-bench-${randomBytes(4).toString('hex')}`;
+  const workers: ChildProcess[] = [];
+  const logFds: number[] = [];
+  const stats = new pg.Client({
+    connectionString: database.url,
+    application_name: 'qwn bench stats',
+  });
+  const activity = new pg.Client({
+    connectionString: database.url,
+    application_name: 'qwn bench activity',
+  });
+  let runtime: ReturnType<typeof createRuntime> | undefined;
+
+  const env: Record<string, string> = {
+    DATABASE_URL: database.url,
+    REDIS_URL: args.redis,
+    QUEUE_PREFIX: prefix,
+    QWEATHER_API_URL: sim.url,
+    // The default 3000 a minute would make the quiet cycle alone last a minute (issue 6).
+    QWEATHER_QPM: '1000000',
+    SMTP_URL: smtp.url,
+    MAIL_FROM: 'qwn alerts <alerts@bench.qwn.test>',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    LOG_LEVEL: args['log-level'],
+    TZ: 'UTC',
+    ...(args['check-concurrency'] ? { CHECK_CONCURRENCY: args['check-concurrency'] } : {}),
+    ...(args['delivery-concurrency'] ? { DELIVERY_CONCURRENCY: args['delivery-concurrency'] } : {}),
+  };
+  const config = loadConfig(env);
+
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      for (const w of workers) if (w.exitCode === null) w.kill('SIGTERM');
+      await Promise.all(workers.map(exited));
+      for (const fd of logFds) closeSync(fd);
+      await runtime?.close();
+      await stats.end().catch(() => undefined);
+      await activity.end().catch(() => undefined);
+      await deleteKeys(redis, prefix);
+      redis.disconnect();
+      await Promise.allSettled([sim.close(), receiver.close(), smtp.close()]);
+      if (args.keep) say(`kept ${database.url}`);
+      else await database.drop();
+    })());
+  // Interrupted, the run still drops its database and its Redis keys.
+  const interrupted = () => {
+    say('interrupted, cleaning up');
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+
+  try {
+    say(`database ${database.url}, queue prefix ${prefix}`);
+    const migrator = openPostgres(database.url, { poolSize: 2 });
+    await migrator.migrate();
+    await migrator.close();
+    // A lost connection surfaces on the next query; without listeners it would end the process.
+    stats.on('error', (err) => say(`stats connection: ${err.message}`));
+    activity.on('error', (err) => say(`activity connection: ${err.message}`));
+    await stats.connect();
+    await activity.connect();
+
+    const data: BenchData = generateData(allPlaces.places, size);
+    runtime = createRuntime(config, createLogger('error'));
+    const subscriberIds = await insertData(runtime.ctx.db, data, receiver.origin);
+    say(
+      `inserted ${data.places.length} places, ${data.subscribers.length} subscribers, ` +
+        `${data.subscriptionCount} subscriptions in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+
+    say('measuring the limits of this machine');
+    const limits = await measureLimits(
+      {
+        processes: workerCount,
+        deliveryConcurrency: config.deliveryConcurrency,
+        redis,
+        redisUrl: args.redis,
+        databaseUrl: database.url,
+        receiverOrigin: receiver.origin,
+        smtpUrl: smtp.url,
+        env: { TZ: 'UTC' },
+      },
+      quick ? QUICK_LIMIT_SIZES : FULL_LIMIT_SIZES,
+    );
+
+    const profileDir = join(REPO_ROOT, 'bench/results');
+    if (args['cpu-prof']) mkdirSync(profileDir, { recursive: true });
+    for (let i = 0; i < workerCount; i += 1) {
+      const fd = openSync(join(os.tmpdir(), `qwn-bench-worker-${i}.log`), 'w');
+      logFds.push(fd);
+      workers.push(
+        forkTs('./worker.ts', [], {
+          env,
+          logFd: fd,
+          nodeArgs: args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+        }),
+      );
+    }
+    await Promise.all(workers.map((w) => nextMessage(w, 'ready')));
+    const workerPids = workers.map((w) => w.pid!);
+    say(`${workerCount} worker processes ready (logs in ${os.tmpdir()}/qwn-bench-worker-*.log)`);
+
+    const states = scenarioStates(data, new Date());
+    const scenarioEnv = {
+      ctx: runtime.ctx,
+      stats,
+      activity,
+      redis,
+      sim,
+      receiver,
+      smtp,
+      data,
+      subscriberIds,
+      workerPids,
+      timeoutMs: quick ? 60_000 : 20 * 60_000,
+    };
+    const scenarios: ScenarioResult[] = [];
+    for (const name of ['storm', 'escalation', 'quiet'] as const) {
+      say(`${name} cycle`);
+      const result = await runScenario(scenarioEnv, name, states[name]);
+      say(
+        `${name}: ${result.wallSeconds.toFixed(2)} s, ` +
+          `${result.channels.webhook.sent + result.channels.email.sent} deliveries, ` +
+          `${result.correctness.ok ? 'correct' : `PROBLEMS: ${result.correctness.problems.join('; ')}`}`,
+      );
+      scenarios.push(result);
+    }
+    const workerPeakRssMb = workerPids.map((pid) => memoryMb(pid).hwm);
+
+    const report: BenchReport = {
+      mode: quick ? 'quick' : 'full',
+      startedAt: new Date(started).toISOString(),
+      totalSeconds: (Date.now() - started) / 1000,
+      machine: {
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model.trim() ?? '?',
+        memoryGb: Math.round(os.totalmem() / 2 ** 30),
+        node: process.versions.node,
+        ...(await versions(stats, redis)),
+      },
+      settings: {
+        workerProcesses: workerCount,
+        checkConcurrency: config.checkConcurrency,
+        deliveryConcurrency: config.deliveryConcurrency,
+        qweatherQpm: config.qweather.qpm,
+        places: data.places.length,
+        subscribers: data.subscribers.length,
+        subscriptions: data.subscriptionCount,
+        subscriptionsByChannel: data.subscriptionsByChannel,
+      },
+      limits,
+      scenarios,
+      workerPeakRssMb,
+      targets: judgeTargets(scenarios, limits, workerPeakRssMb, data.places.length),
+      correct: scenarios.every((s) => s.correctness.ok),
+    };
+    console.log(formatText(report));
+    mkdirSync(dirname(outFile), { recursive: true });
+    await writeFile(outFile, `${JSON.stringify(report, null, 2)}\n`);
+    say(`report written to ${outFile}`);
+    if (!quick && !args['no-md']) {
+      await updateBenchmarksMd(formatMarkdown(report));
+      say('BENCHMARKS.md updated');
+    }
+    return report.correct ? 0 : 1;
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    await cleanup();
+  }
+}
+
+try {
+  process.exitCode = await main();
+} catch (err) {
+  console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  console.error(USAGE);
+  process.exitCode = 2;
+}

@@ -1,0 +1,405 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import { queryRows } from '../src/db/client.js';
+import type { EventType } from '../src/domain/detect.js';
+import { filterAccepts } from '../src/domain/filters.js';
+import type { Warning } from '../src/domain/warning.js';
+import type { PipelineContext } from '../src/pipeline/context.js';
+import { runPoll } from '../src/pipeline/poll.js';
+import type { Simulator } from '../src/simulator/index.js';
+import type { BenchData, ScenarioState } from './data.js';
+import { cpuSeconds, cpuSecondsOfCommand, sampleMemory } from './procs.js';
+import type { BenchReceiver, BenchSmtp } from './sinks.js';
+import {
+  flushTableStats,
+  readRedisStats,
+  readTableStats,
+  readTransactions,
+  redisDelta,
+  samplePgActivity,
+  tableDelta,
+  type TableStats,
+} from './stats.js';
+
+export type ScenarioName = 'storm' | 'escalation' | 'quiet';
+export type Channel = 'webhook' | 'email';
+
+export interface ChannelResult {
+  deliveries: number;
+  sent: number;
+  /** From the first to the last first attempt of this channel. */
+  spanSeconds: number;
+  perSecond: number;
+  latencySeconds: { p50: number; p95: number; p99: number; max: number };
+}
+
+export interface ScenarioResult {
+  name: ScenarioName;
+  cycleId: string;
+  /** From the list call to the last first delivery attempt (or the last check, with none). */
+  wallSeconds: number;
+  /** From the list call to the cycle's last check. */
+  checksSeconds: number;
+  listed: number;
+  checked: number;
+  upstreamCalls: { total: number; warningList: number; warningNow: number; errors: number };
+  events: Record<EventType, number>;
+  expectedEvents: Record<EventType, number>;
+  channels: Record<Channel, ChannelResult>;
+  /** All deliver jobs (both channels) per second, from the first to the last first attempt. */
+  deliverJobsPerSecond: number;
+  cpuSeconds: { workers: number[]; runner: number; postgres: number; redis: number };
+  peakRssMb: number[];
+  rowsWritten: { total: number; perSecond: number; byTable: TableStats };
+  postgresTransactions: number;
+  /** Active backends by wait event, sampled every 100 ms (CPU = active, not waiting). */
+  postgresActivity: Record<string, number>;
+  redisCommands: { total: number; top: [string, number][] };
+  correctness: { ok: boolean; problems: string[]; expectedDeliveries: number };
+}
+
+export interface ScenarioEnv {
+  ctx: PipelineContext;
+  stats: pg.Client;
+  /** A second connection, for sampling backend activity while the cycle runs. */
+  activity: pg.Client;
+  redis: Redis;
+  sim: Simulator;
+  receiver: BenchReceiver;
+  smtp: BenchSmtp;
+  data: BenchData;
+  /** The uuid of each bench subscriber, by index. */
+  subscriberIds: readonly string[];
+  workerPids: readonly number[];
+  timeoutMs: number;
+}
+
+async function waitUntil(what: string, timeoutMs: number, done: () => Promise<boolean>) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+interface CycleRow {
+  status: string;
+  listed: number;
+  planned: number;
+  checked: number;
+  upstream_errors: number;
+  events_new: number;
+  events_update: number;
+  events_cancel: number;
+  events_expired: number;
+  finished_at: Date | null;
+}
+
+interface ChannelRow {
+  channel: Channel;
+  n: number;
+  sent: number;
+  first_attempt: Date | null;
+  last_attempt: Date | null;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+  max: number | null;
+}
+
+/** Applies a scenario's upstream state, runs one cycle, measures it and checks its outcome. */
+export async function runScenario(
+  env: ScenarioEnv,
+  name: ScenarioName,
+  state: ScenarioState,
+): Promise<ScenarioResult> {
+  const { ctx, stats, sim } = env;
+  sim.clearWarnings();
+  for (const [place, records] of state.warnings) sim.setWarnings(place, records);
+  sim.setListed(state.listed);
+  sim.resetRequests();
+  env.receiver.reset();
+  env.smtp.reset();
+
+  await flushTableStats(stats);
+  const tablesBefore = await readTableStats(stats);
+  const xactBefore = await readTransactions(stats);
+  const redisBefore = await readRedisStats(env.redis);
+  const cpuBefore = env.workerPids.map(cpuSeconds);
+  const runnerBefore = process.cpuUsage();
+  const postgresBefore = cpuSecondsOfCommand('postgres');
+  const stopSampling = sampleMemory(env.workerPids);
+  const stopActivity = samplePgActivity(env.activity);
+
+  const startedAt = new Date();
+  const outcome = await runPoll(ctx, { jobKey: `bench-${name}-${randomUUID()}` });
+  if (!outcome.ok) throw new Error(`bench: the ${name} list call failed: ${outcome.error}`);
+  const cycleId = outcome.cycleId;
+
+  await waitUntil(`the checks of the ${name} cycle`, env.timeoutMs, async () => {
+    const [row] = await queryRows<{ status: string }>(
+      ctx.db,
+      sql`SELECT status FROM poll_cycles WHERE id = ${cycleId}`,
+    );
+    return row?.status !== 'running';
+  });
+  await waitUntil(`the first delivery attempts of the ${name} cycle`, env.timeoutMs, async () => {
+    const [row] = await queryRows<{ n: number }>(
+      ctx.db,
+      sql`SELECT count(*)::int AS n FROM deliveries
+          WHERE cycle_id = ${cycleId} AND status = 'pending'`,
+    );
+    return row?.n === 0;
+  });
+
+  const peakRssMb = stopSampling();
+  const activity = await stopActivity();
+  const cpuWorkers = env.workerPids.map((pid, i) => cpuSeconds(pid) - cpuBefore[i]!);
+  const runnerCpu = process.cpuUsage(runnerBefore);
+  const postgresCpu = cpuSecondsOfCommand('postgres') - postgresBefore;
+  const redisAfter = await readRedisStats(env.redis);
+  await flushTableStats(stats);
+  const tables = tableDelta(tablesBefore, await readTableStats(stats));
+  const transactions = (await readTransactions(stats)) - xactBefore;
+
+  const [cycle] = await queryRows<CycleRow>(
+    ctx.db,
+    sql`SELECT status, listed, planned, checked, upstream_errors, events_new, events_update,
+          events_cancel, events_expired, finished_at
+        FROM poll_cycles WHERE id = ${cycleId}`,
+  );
+  if (!cycle) throw new Error(`bench: cycle ${cycleId} vanished`);
+  const channelRows = await queryRows<ChannelRow>(
+    ctx.db,
+    sql`SELECT d.channel, count(*)::int AS n,
+          count(*) FILTER (WHERE d.status = 'sent')::int AS sent,
+          min(coalesce(d.sent_at, d.updated_at)) AS first_attempt,
+          max(coalesce(d.sent_at, d.updated_at)) AS last_attempt,
+          percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.sent_at - e.detected_at)) AS p50,
+          percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM d.sent_at - e.detected_at)) AS p95,
+          percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM d.sent_at - e.detected_at)) AS p99,
+          max(extract(epoch FROM d.sent_at - e.detected_at))::float8 AS max
+        FROM deliveries d JOIN events e ON e.id = d.event_id
+        WHERE d.cycle_id = ${cycleId} GROUP BY d.channel`,
+  );
+
+  const seconds = (from: Date, to: Date | null) =>
+    to ? Math.max(0, (new Date(to).getTime() - from.getTime()) / 1000) : 0;
+  const channels = {} as Record<Channel, ChannelResult>;
+  for (const channel of ['webhook', 'email'] as const) {
+    const row = channelRows.find((r) => r.channel === channel);
+    const first = row?.first_attempt ? new Date(row.first_attempt) : null;
+    const span = first ? seconds(first, row?.last_attempt ?? null) : 0;
+    channels[channel] = {
+      deliveries: row?.n ?? 0,
+      sent: row?.sent ?? 0,
+      spanSeconds: span,
+      perSecond: span > 0 ? (row?.sent ?? 0) / span : 0,
+      latencySeconds: {
+        p50: Number(row?.p50 ?? 0),
+        p95: Number(row?.p95 ?? 0),
+        p99: Number(row?.p99 ?? 0),
+        max: Number(row?.max ?? 0),
+      },
+    };
+  }
+  const attempts = channelRows.flatMap((r) => [r.first_attempt, r.last_attempt]).filter(Boolean);
+  const times = attempts.map((t) => new Date(t!).getTime());
+  const finishedAt = cycle.finished_at ? new Date(cycle.finished_at) : new Date();
+  const end = Math.max(finishedAt.getTime(), ...times);
+  const wallSeconds = (end - startedAt.getTime()) / 1000;
+  const deliverSpan = times.length > 0 ? (Math.max(...times) - Math.min(...times)) / 1000 : 0;
+  const allDeliveries = channels.webhook.deliveries + channels.email.deliveries;
+  const requests = sim.requests();
+  const rowsTotal = Object.values(tables).reduce((n, t) => n + t.ins + t.upd + t.del, 0);
+  const redis = redisDelta(redisBefore, redisAfter);
+
+  const events: Record<EventType, number> = {
+    new: cycle.events_new,
+    update: cycle.events_update,
+    cancel: cycle.events_cancel,
+    expired: cycle.events_expired,
+  };
+  const correctness = await checkCorrectness(env, {
+    name,
+    cycleId,
+    state,
+    events,
+    planned: cycle.planned,
+    upstreamCalls: requests.total,
+    tables,
+  });
+
+  return {
+    name,
+    cycleId,
+    wallSeconds,
+    checksSeconds: seconds(startedAt, finishedAt),
+    listed: cycle.listed,
+    checked: cycle.checked,
+    upstreamCalls: {
+      total: requests.total,
+      warningList: requests.byOperation.warningList,
+      warningNow: requests.byOperation.warningNow,
+      errors: cycle.upstream_errors,
+    },
+    events,
+    expectedEvents: state.expectedEvents,
+    channels,
+    deliverJobsPerSecond: deliverSpan > 0 ? allDeliveries / deliverSpan : 0,
+    cpuSeconds: {
+      workers: cpuWorkers,
+      runner: (runnerCpu.user + runnerCpu.system) / 1e6,
+      postgres: postgresCpu,
+      redis: redis.cpuSeconds,
+    },
+    peakRssMb,
+    rowsWritten: { total: rowsTotal, perSecond: rowsTotal / wallSeconds, byTable: tables },
+    postgresTransactions: transactions,
+    postgresActivity: activity,
+    redisCommands: { total: redis.commands, top: redis.top },
+    correctness,
+  };
+}
+
+interface DeliveryRow {
+  id: string;
+  subscriber_id: string;
+  event_id: number;
+  channel: Channel;
+  status: string;
+  attempts: number;
+}
+
+interface EventRow {
+  id: number;
+  place_id: string;
+  type: EventType;
+  record: Omit<Warning, 'raw'>;
+}
+
+/** Tables a cycle that finds nothing may write: its own record and last-seen times. */
+const QUIET_WRITES: Record<string, (keyof TableStats[string])[]> = {
+  poll_cycles: ['ins', 'upd'],
+  places: ['upd'],
+  warnings: ['upd'],
+};
+
+/**
+ * The correctness half of the report: the events the scenario implies, exactly the delivery
+ * rows the subscribers' filters owe, each sent once on its first attempt and received once
+ * (webhooks by webhook-id with a valid signature, emails by Message-ID), the upstream called
+ * once per listed watched place, and a quiet cycle writing nothing else.
+ */
+async function checkCorrectness(
+  env: ScenarioEnv,
+  c: {
+    name: ScenarioName;
+    cycleId: string;
+    state: ScenarioState;
+    events: Record<EventType, number>;
+    planned: number;
+    upstreamCalls: number;
+    tables: TableStats;
+  },
+): Promise<{ ok: boolean; problems: string[]; expectedDeliveries: number }> {
+  const problems: string[] = [];
+  for (const type of ['new', 'update', 'cancel', 'expired'] as const) {
+    if (c.events[type] !== c.state.expectedEvents[type]) {
+      problems.push(`${type} events: ${c.events[type]}, expected ${c.state.expectedEvents[type]}`);
+    }
+  }
+  const listed = c.state.listed ?? [...c.state.warnings.keys()];
+  const watchedListed = listed.filter((id) => env.data.watchers.has(id)).length;
+  if (c.planned !== watchedListed) {
+    problems.push(`planned ${c.planned} checks, expected ${watchedListed}`);
+  }
+  if (c.upstreamCalls !== 1 + watchedListed) {
+    problems.push(`${c.upstreamCalls} upstream calls, expected ${1 + watchedListed}`);
+  }
+
+  const indexOf = new Map(env.subscriberIds.map((id, i) => [id, i]));
+  const eventRows = await queryRows<EventRow>(
+    env.ctx.db,
+    sql`SELECT id, place_id, type, record FROM events WHERE cycle_id = ${c.cycleId}`,
+  );
+  const expected = new Set<string>();
+  for (const e of eventRows) {
+    const warning = { ...e.record, raw: null };
+    for (const s of env.data.watchers.get(e.place_id) ?? []) {
+      const sub = env.data.subscribers[s]!;
+      if (filterAccepts(sub.filter, { type: e.type, warning })) expected.add(`${s}|${e.id}`);
+    }
+  }
+  const rows = await queryRows<DeliveryRow>(
+    env.ctx.db,
+    sql`SELECT id, subscriber_id, event_id::int8 AS event_id, channel, status, attempts
+        FROM deliveries WHERE cycle_id = ${c.cycleId}`,
+  );
+  let extra = 0;
+  let notSentOnce = 0;
+  let webhookMissing = 0;
+  let webhookDuplicated = 0;
+  let emailMissing = 0;
+  let emailDuplicated = 0;
+  const seen = new Set<string>();
+  for (const row of rows) {
+    const key = `${indexOf.get(row.subscriber_id)}|${row.event_id}`;
+    if (!expected.has(key) || seen.has(key)) extra += 1;
+    seen.add(key);
+    if (row.status !== 'sent' || row.attempts !== 1) notSentOnce += 1;
+    const times =
+      row.channel === 'webhook'
+        ? env.receiver.received.get(row.id)
+        : env.smtp.received.get(`${row.id}@qwn`);
+    if (times === undefined) {
+      if (row.channel === 'webhook') webhookMissing += 1;
+      else emailMissing += 1;
+    } else if (times > 1) {
+      if (row.channel === 'webhook') webhookDuplicated += 1;
+      else emailDuplicated += 1;
+    }
+  }
+  const missing = [...expected].filter((k) => !seen.has(k)).length;
+  if (missing > 0) problems.push(`${missing} owed notifications have no delivery row`);
+  if (extra > 0) problems.push(`${extra} delivery rows nobody is owed`);
+  if (notSentOnce > 0) problems.push(`${notSentOnce} deliveries not sent on their first attempt`);
+  if (webhookMissing + emailMissing > 0) {
+    problems.push(`never received: ${webhookMissing} webhooks, ${emailMissing} emails`);
+  }
+  if (webhookDuplicated + emailDuplicated > 0) {
+    problems.push(`received twice: ${webhookDuplicated} webhooks, ${emailDuplicated} emails`);
+  }
+  const webhookRows = rows.filter((r) => r.channel === 'webhook').length;
+  if (env.receiver.received.size !== webhookRows) {
+    problems.push(
+      `receiver saw ${env.receiver.received.size} webhook ids, ledger has ${webhookRows}`,
+    );
+  }
+  if (env.smtp.total !== rows.length - webhookRows) {
+    problems.push(
+      `SMTP server got ${env.smtp.total} messages, ledger has ${rows.length - webhookRows}`,
+    );
+  }
+  if (env.receiver.badSignatures > 0) {
+    problems.push(
+      `${env.receiver.badSignatures} webhook signatures failed (${env.receiver.firstBadSignature})`,
+    );
+  }
+  if (c.name === 'quiet') {
+    for (const [table, writes] of Object.entries(c.tables)) {
+      const allowed = QUIET_WRITES[table] ?? [];
+      for (const kind of ['ins', 'upd', 'del'] as const) {
+        if (writes[kind] > 0 && !allowed.includes(kind)) {
+          problems.push(`quiet cycle wrote ${table} (${kind} ${writes[kind]})`);
+        }
+      }
+    }
+    if ((c.tables.poll_cycles?.ins ?? 0) !== 1)
+      problems.push('quiet cycle did not insert one cycle');
+  }
+  return { ok: problems.length === 0, problems, expectedDeliveries: expected.size };
+}

@@ -1,0 +1,104 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BenchReport } from '../../bench/report.js';
+
+const exec = promisify(execFile);
+
+/**
+ * `npm run bench -- --quick` end to end: the real pipeline at a small size. Timings on a CI
+ * machine say little, so only the correctness half of the report is asserted: every owed
+ * notification delivered exactly once, the quiet cycle writing nothing but its own record and
+ * last-seen times, and counts that add up.
+ */
+describe('npm run bench -- --quick', () => {
+  let dir: string;
+  let report: BenchReport;
+  let stdout: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-test-'));
+    const out = join(dir, 'report.json');
+    const result = await exec('npm', ['run', '--silent', 'bench', '--', '--quick', '--out', out], {
+      timeout: 170_000,
+      maxBuffer: 10 * 1024 * 1024,
+    });
+    stdout = result.stdout;
+    report = JSON.parse(await readFile(out, 'utf8')) as BenchReport;
+  }, 180_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints the table and writes a report that passes its own correctness checks', () => {
+    expect(stdout).toContain('wall: list call → last first attempt (s)');
+    expect(report.mode).toBe('quick');
+    expect(report.scenarios.map((s) => s.name)).toEqual(['storm', 'escalation', 'quiet']);
+    for (const s of report.scenarios) expect(s.correctness.problems).toEqual([]);
+    expect(report.correct).toBe(true);
+  });
+
+  it('delivers every owed notification once, on its first attempt', () => {
+    for (const s of report.scenarios) {
+      const sent = s.channels.webhook.sent + s.channels.email.sent;
+      const rows = s.channels.webhook.deliveries + s.channels.email.deliveries;
+      expect(sent).toBe(s.correctness.expectedDeliveries);
+      expect(rows).toBe(sent);
+    }
+    const [storm, escalation] = report.scenarios;
+    expect(storm!.channels.webhook.sent).toBeGreaterThan(0);
+    expect(storm!.channels.email.sent).toBeGreaterThan(0);
+    expect(escalation!.channels.webhook.sent).toBeGreaterThan(0);
+  });
+
+  it('counts add up: events, checks and upstream calls', () => {
+    const [storm, escalation, quiet] = report.scenarios;
+    expect(storm!.events).toEqual(storm!.expectedEvents);
+    expect(storm!.events.new).toBeGreaterThan(0);
+    expect(escalation!.events).toEqual(escalation!.expectedEvents);
+    expect(escalation!.events.update).toBeGreaterThan(0);
+    expect(escalation!.events.cancel).toBeGreaterThan(0);
+    expect(quiet!.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    for (const s of report.scenarios) {
+      expect(s.checked).toBe(s.listed);
+      expect(s.upstreamCalls.warningList).toBe(1);
+      expect(s.upstreamCalls.warningNow).toBe(s.checked);
+      expect(s.upstreamCalls.total).toBe(1 + s.checked);
+      expect(s.upstreamCalls.errors).toBe(0);
+    }
+    // Storm and escalation list half the places; the quiet cycle lists every one.
+    expect(quiet!.listed).toBe(report.settings.places);
+    expect(storm!.listed).toBe(Math.floor(report.settings.places / 2));
+  });
+
+  it('the quiet cycle writes only its cycle record and last-seen times', () => {
+    const quiet = report.scenarios[2]!;
+    expect(quiet.channels.webhook.deliveries + quiet.channels.email.deliveries).toBe(0);
+    expect(Object.keys(quiet.rowsWritten.byTable).sort()).toEqual(
+      expect.arrayContaining(['places', 'poll_cycles']),
+    );
+    for (const [table, writes] of Object.entries(quiet.rowsWritten.byTable)) {
+      expect(['poll_cycles', 'places', 'warnings']).toContain(table);
+      expect(writes.del).toBe(0);
+      if (table !== 'poll_cycles') expect(writes.ins).toBe(0);
+    }
+    expect(quiet.rowsWritten.byTable.poll_cycles!.ins).toBe(1);
+    expect(quiet.rowsWritten.byTable.places!.upd).toBe(report.settings.places);
+  });
+
+  it('measures the limits and every process it reports on', () => {
+    const { bullmqNoopJobs, undiciPosts, nodemailerSends, postgresInsertRows } = report.limits;
+    for (const limit of [bullmqNoopJobs, undiciPosts, nodemailerSends, postgresInsertRows]) {
+      expect(limit.perSecond).toBeGreaterThan(0);
+      expect(limit.errors).toBe(0);
+    }
+    for (const s of report.scenarios) {
+      expect(s.peakRssMb).toHaveLength(report.settings.workerProcesses);
+      for (const mb of s.peakRssMb) expect(mb).toBeGreaterThan(0);
+    }
+  });
+});
