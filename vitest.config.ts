@@ -1,5 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+// The fault suite runs for minutes and loads the machine: it runs only when asked for by name
+// (`npm run test:faults`), never as part of a plain `vitest run` (`npm test`).
+const faultsAsked = process.argv.some(
+  (arg, i, all) => arg === '--project=faults' || (arg === '--project' && all[i + 1] === 'faults'),
+);
+
 // Unit tests are pure and fast; integration tests talk to the real Postgres and Redis that
 // `.ci/run` guarantees, each file with its own database and BullMQ prefix (STYLE §10).
 export default defineConfig({
@@ -25,6 +31,23 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
         },
       },
+      ...(faultsAsked
+        ? [
+            {
+              // Real worker processes under injected faults (docs/RELIABILITY.md), one file at
+              // a time: each one loads the machine with a storm of its own.
+              test: {
+                name: 'faults',
+                include: ['test/faults/**/*.test.ts'],
+                env: { TZ: 'UTC' },
+                testTimeout: 240_000,
+                hookTimeout: 60_000,
+                fileParallelism: false,
+                globalSetup: ['test/support/global-setup.ts'],
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

@@ -1,0 +1,134 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ADMIN_URL } from '../support/db.js';
+import { report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
+import { expectNothingLostOrSplit } from './support/expect.js';
+
+/**
+ * Redis and Postgres misbehave under a running worker: Redis forgets every key of the
+ * deployment or drops its connections, Postgres kills the worker's sessions mid-transaction.
+ * Postgres is the truth (DESIGN invariant 1): the worker carries on and nothing is lost.
+ */
+
+const STORM = { places: 24, emailSubscribers: 24, webhookSubscribers: 8 } as const;
+
+async function sentCount(r: FaultRun): Promise<number> {
+  return (await r.ledger()).filter((row) => row.status === 'sent').length;
+}
+
+describe('Redis and Postgres failing under a running worker', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('Redis losing every key of the deployment mid-cycle loses nothing, and polling resumes', async () => {
+    const seed = 7101;
+    process.stdout.write(`seed ${seed}\n`);
+    run = await startFaultRun(seed, STORM);
+    const r = run;
+    r.showPhase(0);
+    r.startWorker();
+    await waitUntil(async () => (await sentCount(r)) >= 20, 'first deliveries sent');
+
+    // This test's prefix only: the Redis server is shared (never FLUSHALL).
+    const redis = r.redis();
+    let deleted = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${r.h.prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) deleted += await redis.del(...keys);
+    } while (cursor !== '0');
+    const sentAtFlush = await sentCount(r);
+
+    // The schedulers went with the keys: the worker must notice and poll again by itself.
+    const listsAtFlush = r.h.sim.requests().byOperation.warningList;
+    await waitUntil(
+      () => r.h.sim.requests().byOperation.warningList >= listsAtFlush + 2,
+      'polling resumed after Redis lost its keys',
+      45_000,
+      500,
+    );
+    await r.waitForPhase(0);
+    await r.settle();
+    const outcome = await r.outcome();
+    report('Redis keys of the deployment deleted mid-cycle', outcome, { deleted, sentAtFlush });
+    expect(deleted).toBeGreaterThan(0);
+    expect(sentAtFlush).toBeLessThan(outcome.owed);
+    expectNothingLostOrSplit(outcome);
+  });
+
+  it('Redis connections killed mid-cycle lose nothing', async () => {
+    const seed = 7102;
+    process.stdout.write(`seed ${seed}\n`);
+    run = await startFaultRun(seed, STORM);
+    const r = run;
+    r.showPhase(0);
+    r.startWorker();
+    await waitUntil(async () => (await sentCount(r)) >= 20, 'first deliveries sent');
+
+    const redis = r.redis();
+    let killed = 0;
+    for (let round = 0; round < 3; round += 1) {
+      // BullMQ names its connections "<prefix>:<queue>": this test's clients only.
+      const clients = String(await redis.client('LIST'))
+        .split('\n')
+        .map((line) => /(?:^| )id=(\d+) .* name=(\S*)/.exec(line))
+        .filter((m): m is RegExpExecArray => m !== null && m[2]!.startsWith(`${r.h.prefix}:`));
+      for (const m of clients) {
+        killed += Number(await redis.client('KILL', 'ID', m[1]!));
+      }
+      await sleep(1500);
+    }
+    await r.waitForPhase(0);
+    await r.settle();
+    const outcome = await r.outcome();
+    report('Redis connections of the worker killed (CLIENT KILL) 3 times mid-cycle', outcome, {
+      killed,
+    });
+    expect(killed).toBeGreaterThan(0);
+    expectNothingLostOrSplit(outcome);
+  });
+
+  it('Postgres sessions terminated mid-transaction lose nothing', async () => {
+    const seed = 7103;
+    process.stdout.write(`seed ${seed}\n`);
+    run = await startFaultRun(seed, STORM);
+    const r = run;
+    r.showPhase(0);
+    r.startWorker();
+    await waitUntil(async () => (await sentCount(r)) >= 1, 'first delivery sent');
+
+    const admin = new pg.Client({ connectionString: ADMIN_URL });
+    await admin.connect();
+    let terminated = 0;
+    let inTransaction = 0;
+    try {
+      for (let round = 0; round < 8; round += 1) {
+        // The worker's sessions only ("qwn"); the harness's own pool is "qwn test".
+        const { rows } = await admin.query<{ state: string | null; ok: boolean }>(
+          `SELECT state, pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+           WHERE datname = $1 AND application_name = 'qwn' AND pid <> pg_backend_pid()`,
+          [r.h.database.name],
+        );
+        terminated += rows.filter((row) => row.ok).length;
+        inTransaction += rows.filter((row) => row.state !== 'idle').length;
+        await sleep(400 + round * 150);
+      }
+    } finally {
+      await admin.end();
+    }
+    await r.waitForPhase(0);
+    await r.settle();
+    const outcome = await r.outcome();
+    report('Postgres sessions of the worker terminated 8 times mid-cycle', outcome, {
+      terminated,
+      activeOrInTransaction: inTransaction,
+    });
+    expect(terminated).toBeGreaterThan(0);
+    expectNothingLostOrSplit(outcome);
+  });
+});

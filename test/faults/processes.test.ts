@@ -1,0 +1,84 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRng } from './support/storm.js';
+import { expectNothingLostOrSplit } from './support/expect.js';
+import { report, startFaultRun, type FaultRun } from './support/harness.js';
+
+/**
+ * Processes die with `kill -9` at random moments: mid-check, mid-transaction, between commit
+ * and enqueue, mid-send. Postgres holds the truth, so every notification owed still goes out,
+ * each under one id (DESIGN invariants 1 and 2).
+ */
+
+describe('worker processes killed with SIGKILL', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('one of two workers killed 20 times at random moments loses nothing', async () => {
+    const seed = 7001;
+    process.stdout.write(`seed ${seed}\n`);
+    const rng = createRng(seed);
+    run = await startFaultRun(seed, {
+      extraPhases: 2,
+      emailSubscribers: 45,
+      webhookSubscribers: 15,
+    });
+    const r = run;
+    r.showPhase(0);
+    r.startWorker();
+    let victim = r.startWorker();
+
+    let phase = 0;
+    const phases = (async () => {
+      for (phase = 0; phase < r.plan.phases.length; phase += 1) {
+        if (phase > 0) r.showPhase(phase);
+        await r.waitForPhase(phase, 120_000);
+      }
+    })();
+    for (let kill = 0; kill < 20; kill += 1) {
+      await sleep(rng.int(100, 900));
+      await victim.kill9();
+      victim = r.startWorker();
+    }
+    await phases;
+    await r.settle({ timeoutMs: 120_000 });
+    const outcome = await r.outcome();
+    report('kill -9 one of two workers, 20 times', outcome, { kills: 20 });
+    expectNothingLostOrSplit(outcome);
+  });
+
+  it('the only worker killed mid-cycle and restarted loses nothing', async () => {
+    const seed = 7002;
+    process.stdout.write(`seed ${seed}\n`);
+    run = await startFaultRun(seed, { places: 24, emailSubscribers: 24, webhookSubscribers: 8 });
+    const r = run;
+    r.showPhase(0);
+    const first = r.startWorker();
+    // Mid-cycle: some deliveries are out, most are not.
+    await waitForSomeSent(r, 50);
+    await first.kill9();
+    const sentAtKill = await countSent(r);
+    r.startWorker();
+    await r.waitForPhase(0, 60_000);
+    await r.settle({ timeoutMs: 120_000 });
+    const outcome = await r.outcome();
+    report('kill -9 the only worker mid-cycle, then restart', outcome, { sentAtKill });
+    expect(sentAtKill).toBeLessThan(outcome.owed);
+    expectNothingLostOrSplit(outcome);
+  });
+});
+
+async function countSent(r: FaultRun): Promise<number> {
+  return (await r.ledger()).filter((row) => row.status === 'sent').length;
+}
+
+async function waitForSomeSent(r: FaultRun, n: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while ((await countSent(r)) < n) {
+    if (Date.now() > deadline) throw new Error(`fewer than ${n} deliveries sent in 60 s`);
+    await sleep(50);
+  }
+}

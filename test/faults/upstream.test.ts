@@ -1,0 +1,138 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
+import { afterEach, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import type { FaultAction } from '../../src/simulator/index.js';
+import { expectNothingLostOrSplit } from './support/expect.js';
+import { freePort, report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
+
+/**
+ * The upstream fails in every way QWeather has been seen to fail. A failed call is never read
+ * as "the warning ended" (DESIGN invariant 3): the storm is delivered once the upstream answers
+ * again, no warning is cancelled or expired while it keeps failing, and refused credentials or
+ * a retired endpoint are not hammered and show in /healthz.
+ */
+
+const STORM = { places: 8, emailSubscribers: 8, webhookSubscribers: 4 } as const;
+
+const TRANSIENT: { name: string; fault: FaultAction; env?: Record<string, string> }[] = [
+  { name: 'HTTP 500', fault: { kind: 'http', status: 500, body: 'upstream exploded' } },
+  { name: '429 with Retry-After', fault: { kind: 'rateLimit', retryAfterSeconds: 1 } },
+  { name: '429 without Retry-After', fault: { kind: 'rateLimit' } },
+  {
+    name: 'hang beyond the timeout',
+    fault: { kind: 'hang' },
+    env: { QWEATHER_TIMEOUT_MS: '600' },
+  },
+  { name: 'malformed JSON', fault: { kind: 'malformedJson' } },
+  { name: 'corrupt gzip', fault: { kind: 'corruptGzip' } },
+  { name: 'HTTP 200 with code "500"', fault: { kind: 'code', code: '500' } },
+];
+
+async function openWarnings(r: FaultRun): Promise<number> {
+  const [row] = await queryRows<{ n: number }>(
+    r.h.database.db,
+    sql`SELECT count(*)::int AS n FROM warnings WHERE state = 'open'`,
+  );
+  return row!.n;
+}
+
+describe('upstream failures', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  TRANSIENT.forEach(({ name, fault, env }, index) => {
+    it(`${name}: delays the storm, loses nothing, ends nothing`, async () => {
+      const seed = 7201 + index;
+      process.stdout.write(`seed ${seed}\n`);
+      run = await startFaultRun(seed, { ...STORM, ...(env ? { env } : {}) });
+      const r = run;
+      r.showPhase(0);
+      // The first calls fail, the list and the checks alike; then the upstream recovers.
+      r.h.sim.addFault({ ...fault, operation: ['warningList', 'warningNow'], times: 12 });
+      r.startWorker();
+      await r.waitForPhase(0, 90_000);
+      await r.settle();
+      const open = await openWarnings(r);
+      const warnings = r.plan.phases[0]!.size;
+
+      // Now every check fails for several cycles while the list still names every place: an
+      // ending read into the failures would show as cancel or expired events.
+      const faultAt = new Date();
+      r.h.sim.addFault({ ...fault, operation: 'warningNow' });
+      const before = r.h.sim.requests().byOperation.warningNow;
+      // Three whole cycles: with EXPIRE_AFTER_MISSES=2, failures read as misses would end them.
+      await waitUntil(
+        async () => {
+          const [row] = await queryRows<{ n: number }>(
+            r.h.database.db,
+            sql`SELECT count(*)::int AS n FROM poll_cycles
+                WHERE started_at >= ${faultAt} AND status = 'done' AND planned > 0
+                  AND checked >= planned`,
+          );
+          return row!.n >= 3;
+        },
+        'three cycles of failing checks',
+        90_000,
+        250,
+      );
+      const failedCalls = r.h.sim.requests().byOperation.warningNow - before;
+      r.h.sim.clearFaults();
+      const outcome = await r.outcome();
+      report(`upstream ${name}`, outcome, { failedCalls });
+      expect(open).toBeGreaterThanOrEqual(warnings);
+      expect(await openWarnings(r)).toBe(open);
+      expectNothingLostOrSplit(outcome);
+    });
+  });
+
+  const REFUSALS: { name: string; fault: FaultAction; state: string }[] = [
+    {
+      name: '401 (HTTP 200 with code "401")',
+      fault: { kind: 'code', code: '401' },
+      state: 'auth_failed',
+    },
+    { name: '403 Deprecated', fault: { kind: 'deprecated' }, state: 'retired' },
+  ];
+
+  REFUSALS.forEach(({ name, fault, state }, index) => {
+    it(`${name}: the upstream is not hammered, health says why, nothing ends`, async () => {
+      const seed = 7251 + index;
+      process.stdout.write(`seed ${seed}\n`);
+      const port = await freePort();
+      run = await startFaultRun(seed, { ...STORM, env: { HTTP_PORT: String(port) } });
+      const r = run;
+      r.showPhase(0);
+      r.startWorker();
+      await r.waitForPhase(0, 60_000);
+      await r.settle();
+
+      r.h.sim.addFault(fault);
+      const before = r.h.sim.requests().total;
+      const intervals = 6;
+      await sleep(intervals * 1000);
+      const calls = r.h.sim.requests().total - before;
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      const body = (await health.json()) as {
+        status: string;
+        checks: { upstream: { state: string; reason: string | null } };
+      };
+      const outcome = await r.outcome();
+      report(`upstream ${name}`, outcome, {
+        callsOver6Intervals: calls,
+        health: body.status,
+        upstreamState: body.checks.upstream.state,
+      });
+      // One refused call; then the worker holds back instead of asking every cycle.
+      expect(calls).toBeGreaterThanOrEqual(1);
+      expect(calls).toBeLessThanOrEqual(2);
+      expect(health.status).toBe(503);
+      expect(body.checks.upstream.state).toBe(state);
+      expect(body.checks.upstream.reason).toMatch(/QWeather/);
+      expectNothingLostOrSplit(outcome);
+    });
+  });
+});
