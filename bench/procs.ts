@@ -1,5 +1,5 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** Child processes of the bench and what the kernel says about them (Linux /proc). */
@@ -93,22 +93,6 @@ export function memoryMb(pid: number): { rss: number; hwm: number } {
   } catch {
     return { rss: 0, hwm: 0 };
   }
-}
-
-/** CPU seconds of every process with this command name (the Postgres server and its backends). */
-export function cpuSecondsOfCommand(command: string): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== command) continue;
-      total += cpuSeconds(Number(entry));
-    } catch {
-      // The process ended while the list was read.
-    }
-  }
-  return total;
 }
 
 /** Samples the resident memory of some processes until stopped; returns the peak of each. */
