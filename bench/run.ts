@@ -125,7 +125,11 @@ async function updateBenchmarksMd(markdown: string): Promise<void> {
   const to = text.indexOf(end);
   if (from === -1 || to === -1)
     throw new Error(`BENCHMARKS.md lacks the ${start} … ${end} markers`);
-  await writeFile(file, `${text.slice(0, from + start.length)}\n${markdown}\n${text.slice(to)}`);
+  const updated = `${text.slice(0, from + start.length)}\n${markdown}\n${text.slice(to)}`;
+  // The repository's check runs prettier over every file: write what it would.
+  const prettier = await import('prettier');
+  const options = (await prettier.resolveConfig(file)) ?? {};
+  await writeFile(file, await prettier.format(updated, { ...options, filepath: file }));
 }
 
 async function main(): Promise<number> {
