@@ -17,7 +17,7 @@ export interface UpstreamSnapshot {
   /** When the upstream entered this state (null before the first call). */
   readonly since: Date | null;
   readonly operation: string | null;
-  /** While calls are held back: when the next one may go out. */
+  /** While calls are held back after a refusal: when the next one may go out. */
   readonly retryAt: Date | null;
 }
 
@@ -26,10 +26,13 @@ export class UpstreamCircuitOpenError extends Error {
   override name = 'UpstreamCircuitOpenError';
   constructor(
     readonly operation: string,
-    readonly retryAt: Date,
+    /** null: not before the process restarts (the endpoint was retired). */
+    readonly retryAt: Date | null,
     reason: string,
   ) {
-    super(`${operation} not called until ${retryAt.toISOString()}: ${reason}`);
+    super(
+      `${operation} not called ${retryAt ? `until ${retryAt.toISOString()}` : 'again before a restart'}: ${reason}`,
+    );
   }
 }
 
@@ -75,11 +78,9 @@ export class UpstreamMonitor implements UpstreamGate {
     if (error === null || error === undefined) {
       enter('ok', null, null);
     } else if (error instanceof DeprecatedEndpointError) {
-      enter(
-        'retired',
-        `QWeather retired the endpoint of ${operation}: ${error.hint}`,
-        new Date(now.getTime() + this.#backoffMs),
-      );
+      // A retired endpoint does not come back: no call goes out again until the operator
+      // switches the source and restarts (health keeps saying so meanwhile).
+      enter('retired', `QWeather retired the endpoint of ${operation}: ${error.hint}`, null);
     } else if (error instanceof AuthError) {
       const status = error.httpStatus ?? error.code ?? 'auth';
       enter(
@@ -103,11 +104,15 @@ export class UpstreamMonitor implements UpstreamGate {
   }
 
   /**
-   * Holds calls back until the backoff after an auth failure or a retirement has passed; then
-   * one call may go out, and its result decides (another refusal holds back again).
+   * Holds calls back until the backoff after an auth failure has passed; then one call may go
+   * out, and its result decides (another refusal holds back again). After a retirement, holds
+   * every call back for the life of the process.
    */
   assertCallAllowed(operation: string): void {
-    const { retryAt, reason } = this.#snapshot;
+    const { retryAt, reason, state } = this.#snapshot;
+    if (state === 'retired') {
+      throw new UpstreamCircuitOpenError(operation, null, reason ?? 'the endpoint was retired');
+    }
     if (retryAt && this.#now() < retryAt) {
       throw new UpstreamCircuitOpenError(operation, retryAt, reason ?? 'the upstream refused us');
     }

@@ -87,6 +87,22 @@ describe('UpstreamMonitor (health state and circuit)', () => {
     expect(() => m.assertCallAllowed('warningList')).toThrow(UpstreamCircuitOpenError);
   });
 
+  it('never calls a retired endpoint again, however long it waits', () => {
+    const c = clock();
+    const m = new UpstreamMonitor({ now: c.now });
+    m.record('warningList', retired());
+    c.advance(7 * 24 * 3600_000);
+    let thrown: unknown;
+    try {
+      m.assertCallAllowed('warningList');
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(UpstreamCircuitOpenError);
+    expect((thrown as UpstreamCircuitOpenError).retryAt).toBeNull();
+    expect(m.snapshot()).toMatchObject({ state: 'retired', retryAt: null });
+  });
+
   it('keeps an auth failure when another call only times out', () => {
     const m = new UpstreamMonitor();
     m.record('warningList', auth());
