@@ -23,12 +23,12 @@ describe('npm run bench -- --quick', () => {
     dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-test-'));
     const out = join(dir, 'report.json');
     const result = await exec('npm', ['run', '--silent', 'bench', '--', '--quick', '--out', out], {
-      timeout: 170_000,
+      timeout: 400_000,
       maxBuffer: 10 * 1024 * 1024,
     });
     stdout = result.stdout;
     report = JSON.parse(await readFile(out, 'utf8')) as BenchReport;
-  }, 180_000);
+  }, 420_000);
 
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
