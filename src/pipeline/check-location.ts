@@ -14,6 +14,7 @@ import {
 import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
 import { parseLevel, type Warning } from '../domain/warning.js';
 import type { PipelineContext } from './context.js';
+import { countCheck } from './cycle-counters.js';
 import { deliverJobId } from './queues.js';
 
 export const CHECK_JOB = 'check';
@@ -327,21 +328,14 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     // running until the sweeper closes it; no notification depends on these counters. For the
     // same reason the statement does not wait for its WAL flush (set_config(…, true) applies to
     // the statement's own implicit transaction), so the row's lock is not held through one.
-    await ctx.db.execute(sql`
-      WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true))
-      UPDATE poll_cycles SET
-        checked = checked + 1,
-        upstream_calls = upstream_calls + 1,
-        upstream_errors = upstream_errors + ${fetch.ok ? 0 : 1},
-        events_new = events_new + ${outcome.events.new},
-        events_update = events_update + ${outcome.events.update},
-        events_cancel = events_cancel + ${outcome.events.cancel},
-        events_expired = events_expired + ${outcome.events.expired},
-        deliveries_created = deliveries_created + ${outcome.deliveryIds.length},
-        status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
-        finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN ${now}
-                           ELSE finished_at END
-      WHERE id = ${cycleId} AND EXISTS (SELECT 1 FROM async_commit)`);
+    await countCheck(ctx.db, {
+      cycleId,
+      fetchOk: fetch.ok,
+      events: outcome.events,
+      deliveries: outcome.deliveryIds.length,
+      now,
+      asyncCommit: true,
+    });
   }
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || !outcome.applied) {

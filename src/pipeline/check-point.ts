@@ -29,6 +29,7 @@ import {
   type WarningRow,
 } from './check-location.js';
 import type { PipelineContext } from './context.js';
+import { countCheck } from './cycle-counters.js';
 import { deliverJobId } from './queues.js';
 
 /**
@@ -403,20 +404,13 @@ export async function runCheckPoint(
       await tx.execute(sql`SET LOCAL synchronous_commit = off`);
     }
     // The cycle row is updated last so that its lock is held for the shortest time.
-    await tx.execute(sql`
-      UPDATE poll_cycles SET
-        checked = checked + 1,
-        upstream_calls = upstream_calls + 1,
-        upstream_errors = upstream_errors + ${fetch.ok ? 0 : 1},
-        events_new = events_new + ${result.events.new},
-        events_update = events_update + ${result.events.update},
-        events_cancel = events_cancel + ${result.events.cancel},
-        events_expired = events_expired + ${result.events.expired},
-        deliveries_created = deliveries_created + ${result.deliveryIds.length},
-        status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
-        finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN ${now}
-                           ELSE finished_at END
-      WHERE id = ${cycleId}`);
+    await countCheck(tx, {
+      cycleId,
+      fetchOk: fetch.ok,
+      events: result.events,
+      deliveries: result.deliveryIds.length,
+      now,
+    });
     return result;
   });
 
