@@ -93,10 +93,3 @@ export async function queryRows<T>(db: Db, query: ReturnType<typeof sql>): Promi
   const result: unknown = await db.execute(query);
   return (result as { rows: T[] }).rows;
 }
-
-/**
- * A condition that is always true and makes the statement's own implicit transaction commit
- * without waiting for its WAL flush (`synchronous_commit` set locally). Only for writes whose
- * loss in a Postgres crash costs at most a repeated step, never a lost notification.
- */
-export const ASYNC_COMMIT = sql`EXISTS (SELECT set_config('synchronous_commit', 'off', true))`;

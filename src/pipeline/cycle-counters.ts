@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { ASYNC_COMMIT, type Db } from '../db/client.js';
+import type { Db } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 
 type Executor = Pick<Db, 'execute'>;
@@ -23,7 +23,9 @@ export async function countCheck(
     asyncCommit?: boolean;
   },
 ): Promise<void> {
-  const async = input.asyncCommit ? sql`AND ${ASYNC_COMMIT}` : sql``;
+  const async = input.asyncCommit
+    ? sql`AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`
+    : sql``;
   await db.execute(sql`
     UPDATE poll_cycles SET
       checked = checked + 1,

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError } from '../channels/email.js';
 import { WebhookError } from '../channels/webhook.js';
-import { ASYNC_COMMIT, queryRows } from '../db/client.js';
+import { queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { Notification } from '../domain/render.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
@@ -105,11 +105,6 @@ async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedR
             AND status IN ('pending', 'retrying')
             AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
             AND (claimed_until IS NULL OR claimed_until < now())
-            -- Only a Postgres crash can lose this claim: then another sender may make the same
-            -- attempt again, under the same id (the at-least-once window). Waiting for the WAL
-            -- flush here and for the outcome below was most of the database's time in the
-            -- benchmark's storm (BENCHMARKS.md).
-            AND ${ASYNC_COMMIT}
           RETURNING *)
         SELECT c.id, c.attempts, c.channel, c.event_type, c.warning_id, c.place_id, c.subscriber_id,
                s.email, s.webhook_url, s.webhook_secret, s.lang, s.active, s.disabled_reason,
@@ -208,8 +203,7 @@ export async function runDeliver(
     await ctx.db.execute(sql`
       UPDATE deliveries SET status = 'sent', sent_at = now(), claimed_until = NULL,
         last_error = NULL, updated_at = now()
-      -- Lost only in a Postgres crash: the row is then sent again under the same id.
-      WHERE id = ${row.id} AND ${ASYNC_COMMIT}`);
+      WHERE id = ${row.id}`);
     log.info({ channel: row.channel, attempt: row.attempts }, 'notification delivered');
     return 'sent';
   }
