@@ -187,6 +187,9 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
     for (const wake of waiters) wake();
   }
 
+  // smtp-server emits a client's socket error (ECONNRESET when a sender process is killed) on
+  // the server; without a listener it would be an uncaught exception in the sink's process.
+  server.on('error', () => undefined);
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
