@@ -14,8 +14,8 @@ import {
 import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
 import { parseLevel, type Warning } from '../domain/warning.js';
 import type { PipelineContext } from './context.js';
-import { countCheck } from './cycle-counters.js';
-import { deliverJobId } from './queues.js';
+import { countCheck, countFailedCheck } from './cycle-counters.js';
+import { enqueueFirstAttempts } from './deliver.js';
 
 export const CHECK_JOB = 'check';
 
@@ -29,20 +29,12 @@ export type CheckPayload = z.infer<typeof checkPayload>;
  * A check that failed for good (the database kept failing) still counts for its cycle, so the
  * cycle ends and `poll --once` does not wait for it forever.
  */
-export async function recordFailedCheck(
+export function recordFailedCheck(
   ctx: PipelineContext,
   payload: CheckPayload,
   error: unknown,
 ): Promise<void> {
-  const message = error instanceof Error ? error.message : String(error);
-  await ctx.db.execute(sql`
-    UPDATE poll_cycles SET
-      checked = checked + 1,
-      error = coalesce(error, ${`check of ${payload.placeId} failed: ${message.slice(0, 500)}`}),
-      status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
-      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
-                         ELSE finished_at END
-    WHERE id = ${payload.cycleId}`);
+  return countFailedCheck(ctx.db, payload.cycleId, payload.placeId, error);
 }
 
 export interface CheckOutcome {
@@ -94,7 +86,7 @@ export function toFilter(row: SubscriptionRow): SubscriptionFilter {
   };
 }
 
-function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
+export function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
   const { raw: _raw, ...record } = warning;
   return record;
 }
@@ -222,7 +214,12 @@ async function writeEventsAndDeliveries(
   return created;
 }
 
-const NO_EVENTS = (): Record<EventType, number> => ({ new: 0, update: 0, cancel: 0, expired: 0 });
+export const NO_EVENTS = (): Record<EventType, number> => ({
+  new: 0,
+  update: 0,
+  cancel: 0,
+  expired: 0,
+});
 
 /**
  * The check job: fetch the warnings of one place, detect what changed, and write warnings,
@@ -309,16 +306,8 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     return result;
   });
 
-  if (outcome.deliveryIds.length > 0) {
-    // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-    await ctx.queues.deliver.addBulk(
-      outcome.deliveryIds.map((deliveryId) => ({
-        name: 'deliver',
-        data: { deliveryId },
-        opts: { jobId: deliverJobId(deliveryId, 0) },
-      })),
-    );
-  }
+  // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
+  await enqueueFirstAttempts(ctx.queues, outcome.deliveryIds);
   if (outcome.applied) {
     // Every check of a cycle updates this one row. Inside the check's transaction its lock was
     // held across the client round trips up to COMMIT, so checks queued behind one another

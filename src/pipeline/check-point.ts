@@ -18,19 +18,20 @@ import {
   subscriptionPointKeys,
   type Point,
 } from '../domain/points.js';
-import type { Warning } from '../domain/warning.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
+  NO_EVENTS,
   toFilter,
   toTracked,
+  withoutRaw,
   writeWarnings,
   type CheckOutcome,
   type Tx,
   type WarningRow,
 } from './check-location.js';
 import type { PipelineContext } from './context.js';
-import { countCheck } from './cycle-counters.js';
-import { deliverJobId } from './queues.js';
+import { countCheck, countFailedCheck } from './cycle-counters.js';
+import { enqueueFirstAttempts } from './deliver.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1): one watched point, `GET /weatheralert/v1/current/
@@ -78,13 +79,6 @@ interface PointSubscriptionRow {
 interface PointAnswer {
   tag: string | null;
   attributions: string[];
-}
-
-const NO_EVENTS = (): Record<EventType, number> => ({ new: 0, update: 0, cancel: 0, expired: 0 });
-
-function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
-  const { raw: _raw, ...record } = warning;
-  return record;
 }
 
 /** Namespaced so that no other advisory lock of qwn (migrate, seed) can collide with it. */
@@ -260,20 +254,12 @@ async function writePointEvents(
  * A check that failed for good (the database kept failing) still counts for its cycle, so the
  * cycle ends and `poll --once` does not wait for it forever.
  */
-export async function recordFailedPointCheck(
+export function recordFailedPointCheck(
   ctx: PipelineContext,
   payload: CheckPointPayload,
   error: unknown,
 ): Promise<void> {
-  const message = error instanceof Error ? error.message : String(error);
-  await ctx.db.execute(sql`
-    UPDATE poll_cycles SET
-      checked = checked + 1,
-      error = coalesce(error, ${`check of point ${payload.pointId} failed: ${message.slice(0, 500)}`}),
-      status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
-      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
-                         ELSE finished_at END
-    WHERE id = ${payload.cycleId}`);
+  return countFailedCheck(ctx.db, payload.cycleId, `point ${payload.pointId}`, error);
 }
 
 export class InvalidPointError extends Error {
@@ -414,16 +400,8 @@ export async function runCheckPoint(
     return result;
   });
 
-  if (outcome.deliveryIds.length > 0) {
-    // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-    await ctx.queues.deliver.addBulk(
-      outcome.deliveryIds.map((deliveryId) => ({
-        name: 'deliver',
-        data: { deliveryId },
-        opts: { jobId: deliverJobId(deliveryId, 0) },
-      })),
-    );
-  }
+  // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
+  await enqueueFirstAttempts(ctx.queues, outcome.deliveryIds);
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || outcome.deliveryIds.length > 0 || !outcome.applied) {
     log.info(

@@ -41,3 +41,24 @@ export async function countCheck(
                          ELSE finished_at END
     WHERE id = ${input.cycleId} ${async}`);
 }
+
+/**
+ * A check that failed for good (the database kept failing) still counts for its cycle, so the
+ * cycle ends and `poll --once` does not wait for it forever.
+ */
+export async function countFailedCheck(
+  db: Executor,
+  cycleId: string,
+  what: string,
+  error: unknown,
+): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await db.execute(sql`
+    UPDATE poll_cycles SET
+      checked = checked + 1,
+      error = coalesce(error, ${`check of ${what} failed: ${message.slice(0, 500)}`}),
+      status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
+      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
+                         ELSE finished_at END
+    WHERE id = ${cycleId}`);
+}

@@ -92,6 +92,21 @@ export async function enqueueDelivery(
   return true;
 }
 
+/** First attempts of rows a check just committed (job id = row id and attempt 0). */
+export async function enqueueFirstAttempts(
+  queues: Pick<Queues, 'deliver'>,
+  deliveryIds: readonly string[],
+): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await queues.deliver.addBulk(
+    deliveryIds.map((deliveryId) => ({
+      name: DELIVER_JOB,
+      data: { deliveryId },
+      opts: { jobId: deliverJobId(deliveryId, 0) },
+    })),
+  );
+}
+
 /** Claims a due row for this attempt; null when it is sent, dead, not due, or held elsewhere. */
 async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedRow | null> {
   const [row] = await queryRows<ClaimedRow>(
