@@ -105,7 +105,7 @@ export async function redeliver(
                   AND (d.claimed_until IS NULL OR d.claimed_until < now())
                 FOR UPDATE OF d)
               UPDATE deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(),
-                claimed_until = NULL, updated_at = now()
+                claimed_until = NULL, first_job_id = NULL, updated_at = now()
               FROM target t
               WHERE d.id = t.id
               RETURNING d.id, t.status AS previous_status, t.attempts AS previous_attempts`,

@@ -104,6 +104,9 @@ function unconfigured(missing: string): Mailer {
   };
 }
 
+/** SMTP connections per process; the deliver job keeps about twice as many sends queued. */
+export const MAIL_POOL_CONNECTIONS = 5;
+
 export function createMailer(o: MailerOptions): Mailer {
   if (!o.smtpUrl) return unconfigured('SMTP_URL');
   if (!o.from) return unconfigured('MAIL_FROM');
@@ -118,7 +121,7 @@ export function createMailer(o: MailerOptions): Mailer {
   const transport = nodemailer.createTransport({
     url: o.smtpUrl,
     pool: true,
-    maxConnections: 5,
+    maxConnections: MAIL_POOL_CONNECTIONS,
     connectionTimeout: CONNECTION_TIMEOUT_MS,
     greetingTimeout: GREETING_TIMEOUT_MS,
     socketTimeout: SOCKET_TIMEOUT_MS,

@@ -270,6 +270,11 @@ export const deliveries = pgTable(
     nextAttemptAt: tstz('next_attempt_at').notNull().defaultNow(),
     /** A sender holds the row until then; a crashed sender's claim simply runs out. */
     claimedUntil: tstz('claimed_until'),
+    /**
+     * The deliver job that carries the first attempt: a check enqueues one job for many rows, so
+     * the sweeper asks this job, not the row's own id, whether the attempt is still under way.
+     */
+    firstJobId: text('first_job_id'),
     lastError: text('last_error'),
     sentAt: tstz('sent_at'),
     createdAt: tstz('created_at').notNull().defaultNow(),

@@ -80,7 +80,6 @@ export class OpsMetrics implements JobObserver {
   readonly registry = new Registry();
   readonly #sources: MetricsSources;
   readonly #now: () => Date;
-  readonly #pending = new Set<Promise<void>>();
   /** Cycles already reported by this process (or claimed by another), by finish time. */
   readonly #seenCycles = new Map<string, number>();
   #cycleHighWater: number;
@@ -160,7 +159,7 @@ export class OpsMetrics implements JobObserver {
   jobCompleted(queue: QueueName, payload: unknown, result: unknown): void {
     try {
       if (queue === QUEUE_NAMES.check) this.#countEvents(result);
-      else if (queue === QUEUE_NAMES.deliver) this.#countDelivery(payload, result);
+      else if (queue === QUEUE_NAMES.deliver) this.#countDelivery(result);
     } catch (err) {
       // Metrics must never fail a job.
       this.#sources.logger.debug({ err, queue }, 'metrics could not read a job result');
@@ -175,24 +174,17 @@ export class OpsMetrics implements JobObserver {
     }
   }
 
-  #countDelivery(payload: unknown, result: unknown): void {
-    const outcome = DELIVERY_OUTCOMES.find((o) => o === result);
-    const db = this.#sources.db;
-    if (!outcome || !db || !isRecord(payload) || typeof payload.deliveryId !== 'string') return;
-    const deliveryId = payload.deliveryId;
-    // The deliver job reports only the outcome; the channel is on the row (a primary-key read).
-    const lookup = queryRows<{ channel: string }>(
-      db,
-      sql`SELECT channel FROM deliveries WHERE id = ${deliveryId}`,
-    )
-      .then(([row]) => {
-        if (row) this.deliveries.inc({ channel: row.channel, outcome });
-      })
-      .catch((err: unknown) =>
-        this.#sources.logger.debug({ err, deliveryId }, 'metrics could not read a channel'),
-      )
-      .finally(() => this.#pending.delete(lookup));
-    this.#pending.add(lookup);
+  /** A deliver job's result counts its rows by outcome and channel (`DeliverResult`). */
+  #countDelivery(result: unknown): void {
+    if (!isRecord(result)) return;
+    for (const outcome of DELIVERY_OUTCOMES) {
+      const counts = result[outcome];
+      if (!isRecord(counts)) continue;
+      for (const channel of CHANNELS) {
+        const n = counts[channel];
+        if (typeof n === 'number' && n > 0) this.deliveries.inc({ channel, outcome }, n);
+      }
+    }
   }
 
   /** Cycles that finished since the last scrape, each counted by one process only. */
@@ -270,7 +262,6 @@ export class OpsMetrics implements JobObserver {
 
   /** Brings the read-on-scrape series up to date; a failing source leaves its last values. */
   async collect(): Promise<void> {
-    await Promise.allSettled([...this.#pending]);
     const results = await Promise.allSettled([this.#collectCycles(), this.#collectQueues()]);
     for (const r of results) {
       if (r.status === 'rejected') {

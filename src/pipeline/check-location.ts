@@ -15,7 +15,7 @@ import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
 import { parseLevel, type Warning } from '../domain/warning.js';
 import type { PipelineContext } from './context.js';
 import { countCheck, countFailedCheck } from './cycle-counters.js';
-import { enqueueFirstAttempts } from './deliver.js';
+import { enqueueFirstAttempts, planFirstAttempts, type Channel } from './deliver.js';
 
 export const CHECK_JOB = 'check';
 
@@ -42,7 +42,14 @@ export interface CheckOutcome {
   applied: boolean;
   fetchOk: boolean;
   events: Record<EventType, number>;
-  deliveryIds: string[];
+  /** Delivery rows this check created (their jobs are enqueued after the commit). */
+  deliveries: number;
+}
+
+/** A delivery row just created, and the job that will carry its first attempt. */
+export interface CreatedDelivery {
+  id: string;
+  firstJobId: string | null;
 }
 
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
@@ -153,7 +160,7 @@ export async function writeWarnings(
 async function writeEventsAndDeliveries(
   tx: Tx,
   input: { cycleId: string; placeId: string; detected: DetectedEvent[]; now: Date },
-): Promise<string[]> {
+): Promise<CreatedDelivery[]> {
   if (input.detected.length === 0) return [];
   const inserted = await tx
     .insert(events)
@@ -180,7 +187,7 @@ async function writeEventsAndDeliveries(
         WHERE s.place_id = ${input.placeId} AND u.active`,
   );
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
-  const rows: (typeof deliveries.$inferInsert)[] = [];
+  const rows: (typeof deliveries.$inferInsert & { channel: Channel })[] = [];
   for (const event of inserted) {
     const detected = byKey.get(`${event.type}\u0000${event.warningId}`);
     if (!detected) continue;
@@ -201,15 +208,16 @@ async function writeEventsAndDeliveries(
     }
   }
   if (rows.length === 0) return [];
-  const created: string[] = [];
+  const planned = planFirstAttempts(rows, `${input.cycleId}_${input.placeId}`);
+  const created: CreatedDelivery[] = [];
   // Bounded statements: a national storm can owe thousands of rows to one place.
-  for (let i = 0; i < rows.length; i += 1000) {
+  for (let i = 0; i < planned.length; i += 1000) {
     const batch = await tx
       .insert(deliveries)
-      .values(rows.slice(i, i + 1000))
+      .values(planned.slice(i, i + 1000))
       .onConflictDoNothing()
-      .returning({ id: deliveries.id });
-    for (const r of batch) created.push(r.id);
+      .returning({ id: deliveries.id, firstJobId: deliveries.firstJobId });
+    created.push(...batch);
   }
   return created;
 }
@@ -248,6 +256,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     expireAfterMisses: ctx.config.expireAfterMisses,
   };
 
+  let created: CreatedDelivery[] = [];
   const outcome = await ctx.db.transaction(async (tx) => {
     // Serializes checks of one place across processes and cycles.
     const [place] = await queryRows<{ last_cycle_id: string | null; last_fetched_at: Date | null }>(
@@ -258,7 +267,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
       applied: true,
       fetchOk: fetch.ok,
       events: NO_EVENTS(),
-      deliveryIds: [],
+      deliveries: 0,
     };
     if (place?.last_cycle_id === cycleId) return { ...result, applied: false };
     // An answer fetched before one already applied is stale: applying it could count a miss
@@ -282,12 +291,13 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
           WHERE place_id = ${placeId} AND warning_id = ANY(${sql.param(detected.seen)}::text[])`);
       }
       await writeWarnings(tx, placeId, detected.changes);
-      result.deliveryIds = await writeEventsAndDeliveries(tx, {
+      created = await writeEventsAndDeliveries(tx, {
         cycleId,
         placeId,
         detected: detected.events,
         now,
       });
+      result.deliveries = created.length;
       for (const e of detected.events) result.events[e.type] += 1;
     }
 
@@ -307,7 +317,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
   });
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-  await enqueueFirstAttempts(ctx.queues, outcome.deliveryIds);
+  await enqueueFirstAttempts(ctx.queues, created);
   if (outcome.applied) {
     // Every check of a cycle updates this one row. Inside the check's transaction its lock was
     // held across the client round trips up to COMMIT, so checks queued behind one another
@@ -321,7 +331,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
       cycleId,
       fetchOk: fetch.ok,
       events: outcome.events,
-      deliveries: outcome.deliveryIds.length,
+      deliveries: outcome.deliveries,
       now,
       asyncCommit: true,
     });
@@ -329,7 +339,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || !outcome.applied) {
     log.info(
-      { events: outcome.events, deliveries: outcome.deliveryIds.length, applied: outcome.applied },
+      { events: outcome.events, deliveries: outcome.deliveries, applied: outcome.applied },
       'warnings checked',
     );
   }

@@ -28,10 +28,11 @@ import {
   type CheckOutcome,
   type Tx,
   type WarningRow,
+  type CreatedDelivery,
 } from './check-location.js';
 import type { PipelineContext } from './context.js';
 import { countCheck, countFailedCheck } from './cycle-counters.js';
-import { enqueueFirstAttempts } from './deliver.js';
+import { enqueueFirstAttempts, planFirstAttempts, type Channel } from './deliver.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1): one watched point, `GET /weatheralert/v1/current/
@@ -169,9 +170,9 @@ async function writePointEvents(
     attributions: string[];
     now: Date;
   },
-): Promise<{ deliveryIds: string[]; counted: Record<EventType, number> }> {
+): Promise<{ created: CreatedDelivery[]; counted: Record<EventType, number> }> {
   const counted = NO_EVENTS();
-  if (input.detected.length === 0) return { deliveryIds: [], counted };
+  if (input.detected.length === 0) return { created: [], counted };
   const inserted = await tx
     .insert(events)
     .values(
@@ -188,7 +189,7 @@ async function writePointEvents(
     )
     .onConflictDoNothing()
     .returning({ id: events.id, warningId: events.warningId, type: events.type });
-  if (inserted.length === 0) return { deliveryIds: [], counted };
+  if (inserted.length === 0) return { created: [], counted };
 
   const reportedElsewhere = await queryRows<{ warning_id: string; type: EventType }>(
     tx,
@@ -200,7 +201,7 @@ async function writePointEvents(
 
   const subscriptions = await subscriptionsAt(tx, input.point);
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
-  const rows: (typeof deliveries.$inferInsert)[] = [];
+  const rows: (typeof deliveries.$inferInsert & { channel: Channel })[] = [];
   for (const event of inserted) {
     const key = `${event.type}\u0000${event.warningId}`;
     const detected = byKey.get(key);
@@ -237,17 +238,18 @@ async function writePointEvents(
       });
     }
   }
-  const deliveryIds: string[] = [];
+  const planned = planFirstAttempts(rows, `${input.cycleId}_${input.point.key}`);
+  const created: CreatedDelivery[] = [];
   // Bounded statements: one alert over a big city can owe thousands of rows to one point.
-  for (let i = 0; i < rows.length; i += 1000) {
+  for (let i = 0; i < planned.length; i += 1000) {
     const batch = await tx
       .insert(deliveries)
-      .values(rows.slice(i, i + 1000))
+      .values(planned.slice(i, i + 1000))
       .onConflictDoNothing()
-      .returning({ id: deliveries.id });
-    for (const r of batch) deliveryIds.push(r.id);
+      .returning({ id: deliveries.id, firstJobId: deliveries.firstJobId });
+    created.push(...batch);
   }
-  return { deliveryIds, counted };
+  return { created, counted };
 }
 
 /**
@@ -306,6 +308,7 @@ export async function runCheckPoint(
   const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
 
   let unchangedTag = false;
+  let created: CreatedDelivery[] = [];
   const outcome = await ctx.db.transaction(async (tx) => {
     // The poll creates the row; a check enqueued by an older cycle may find none yet.
     await tx.execute(sql`
@@ -321,7 +324,7 @@ export async function runCheckPoint(
       applied: true,
       fetchOk: fetch.ok,
       events: NO_EVENTS(),
-      deliveryIds: [],
+      deliveries: 0,
     };
     if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
     const stale = row?.last_fetched_at != null && new Date(row.last_fetched_at) > fetchStartedAt;
@@ -370,7 +373,8 @@ export async function runCheckPoint(
           attributions: answer.attributions,
           now,
         });
-        result.deliveryIds = written.deliveryIds;
+        created = written.created;
+        result.deliveries = created.length;
         result.events = written.counted;
       }
     }
@@ -383,7 +387,7 @@ export async function runCheckPoint(
         attributions = CASE WHEN ${apply} THEN ${sql.param(answer.attributions)}::text[]
                             ELSE attributions END
       WHERE id = ${point.key}`);
-    if (result.deliveryIds.length === 0 && Object.values(result.events).every((n) => n === 0)) {
+    if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
       // As in runCheck: v1 checks every point every cycle, and quiet checks would queue behind
       // each other's WAL flushes on the cycle row. Losing such a commit in a database crash
       // loses only bookkeeping; the next cycle checks again.
@@ -394,20 +398,20 @@ export async function runCheckPoint(
       cycleId,
       fetchOk: fetch.ok,
       events: result.events,
-      deliveries: result.deliveryIds.length,
+      deliveries: result.deliveries,
       now,
     });
     return result;
   });
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-  await enqueueFirstAttempts(ctx.queues, outcome.deliveryIds);
+  await enqueueFirstAttempts(ctx.queues, created);
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
-  if (total > 0 || outcome.deliveryIds.length > 0 || !outcome.applied) {
+  if (total > 0 || outcome.deliveries > 0 || !outcome.applied) {
     log.info(
       {
         events: outcome.events,
-        deliveries: outcome.deliveryIds.length,
+        deliveries: outcome.deliveries,
         applied: outcome.applied,
         unchangedTag,
       },

@@ -1,20 +1,37 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { EmailError } from '../channels/email.js';
+import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
 import { WebhookError } from '../channels/webhook.js';
 import { queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { Notification } from '../domain/render.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
-import { scrub } from '../logger.js';
+import { scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
 import { deliverJobId, type Queues } from './queues.js';
+import { Semaphore } from './semaphore.js';
+import { SentRecorder } from './sent-recorder.js';
 
 export const DELIVER_JOB = 'deliver';
 
-export const deliverPayload = z.object({ deliveryId: z.string().uuid() });
+/** Most rows one deliver job may carry (a check's batches are smaller, see FIRST_ATTEMPT_BATCH). */
+export const MAX_DELIVER_BATCH = 200;
+
+export const deliverPayload = z.object({
+  deliveryIds: z.array(z.string().uuid()).min(1).max(MAX_DELIVER_BATCH),
+});
 export type DeliverPayload = z.infer<typeof deliverPayload>;
+
+export type Channel = 'email' | 'webhook';
+
+/**
+ * Rows per first-attempt job, by channel. One job per row cost about 40 Redis commands and two
+ * Postgres transactions per notification (BENCHMARKS.md); a batch shares them. Emails go in
+ * smaller batches: a mail pool sends far fewer per second than a webhook client, and a claimed
+ * row should not wait long for its turn.
+ */
+export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, email: 10 };
 
 /**
  * How long a sender holds a row. Longer than any single send (SMTP and webhook timeouts are
@@ -22,15 +39,31 @@ export type DeliverPayload = z.infer<typeof deliverPayload>;
  */
 const CLAIM_SECONDS = 120;
 
+/**
+ * A claimed row still waiting for a send slot after this long is handed back rather than sent:
+ * its send must finish well inside the claim, or another sender could take the row as well.
+ */
+export const SEND_START_DEADLINE_MS = (CLAIM_SECONDS * 1000) / 3;
+
 /** A deliver job may fire a moment before the row's time (clocks of app and database). */
 const EARLY_TOLERANCE_SECONDS = 5;
 
-export type DeliverOutcome = 'sent' | 'retrying' | 'dead' | 'skipped';
+export type DeliverOutcome = 'sent' | 'retrying' | 'dead' | 'skipped' | 'released';
+
+/** What a deliver job did with its rows; `skipped` rows were not due or already handled. */
+export interface DeliverResult {
+  sent: Record<Channel, number>;
+  retrying: Record<Channel, number>;
+  dead: Record<Channel, number>;
+  /** Claimed but handed back unsent (no send slot in time); each has a job of its own again. */
+  released: number;
+  skipped: number;
+}
 
 interface ClaimedRow {
   id: string;
   attempts: number;
-  channel: 'email' | 'webhook';
+  channel: Channel;
   event_type: EventType;
   warning_id: string;
   place_id: string;
@@ -84,39 +117,68 @@ export async function enqueueDelivery(
       return false;
     }
   }
-  await queues.deliver.add(
-    DELIVER_JOB,
-    { deliveryId },
-    { jobId, ...(delayMs > 0 ? { delay: delayMs } : {}) },
-  );
+  await queues.deliver.add(DELIVER_JOB, { deliveryIds: [deliveryId] } satisfies DeliverPayload, {
+    jobId,
+    ...(delayMs > 0 ? { delay: delayMs } : {}),
+  });
   return true;
 }
 
-/** First attempts of rows a check just committed (job id = row id and attempt 0). */
+/**
+ * Gives each new row of a check the id of the job that will carry its first attempt: rows of
+ * one channel go together, `FIRST_ATTEMPT_BATCH` at a time. `key` names the check (its cycle
+ * and place or point), which runs once per cycle, so the ids never repeat.
+ */
+export function planFirstAttempts<R extends { channel: Channel }>(
+  rows: readonly R[],
+  key: string,
+): (R & { firstJobId: string })[] {
+  const seen: Record<Channel, number> = { email: 0, webhook: 0 };
+  return rows.map((row) => {
+    const n = seen[row.channel]++;
+    const batch = Math.floor(n / FIRST_ATTEMPT_BATCH[row.channel]);
+    return { ...row, firstJobId: `${key}_${row.channel}${batch}` };
+  });
+}
+
+/** First attempts of rows a check just committed: one job per planned batch. */
 export async function enqueueFirstAttempts(
   queues: Pick<Queues, 'deliver'>,
-  deliveryIds: readonly string[],
+  created: readonly { id: string; firstJobId: string | null }[],
 ): Promise<void> {
-  if (deliveryIds.length === 0) return;
+  const batches = new Map<string, string[]>();
+  for (const row of created) {
+    const jobId = row.firstJobId ?? deliverJobId(row.id, 0);
+    const ids = batches.get(jobId);
+    if (ids) ids.push(row.id);
+    else batches.set(jobId, [row.id]);
+  }
+  if (batches.size === 0) return;
   await queues.deliver.addBulk(
-    deliveryIds.map((deliveryId) => ({
+    [...batches].map(([jobId, deliveryIds]) => ({
       name: DELIVER_JOB,
-      data: { deliveryId },
-      opts: { jobId: deliverJobId(deliveryId, 0) },
+      data: { deliveryIds } satisfies DeliverPayload,
+      opts: { jobId },
     })),
   );
 }
 
-/** Claims a due row for this attempt; null when it is sent, dead, not due, or held elsewhere. */
-async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedRow | null> {
-  const [row] = await queryRows<ClaimedRow>(
+/** Whether a job with this id still runs by itself (waiting, active, …). */
+export async function isJobLive(queues: Pick<Queues, 'deliver'>, jobId: string): Promise<boolean> {
+  const job = await queues.deliver.getJob(jobId);
+  return job !== undefined && LIVE_STATES.has(await job.getState());
+}
+
+/** Claims the due rows among `ids` for this attempt; rows sent, dead, not due or held elsewhere are left out. */
+async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<ClaimedRow[]> {
+  return queryRows<ClaimedRow>(
     ctx.db,
     sql`WITH claimed AS (
           UPDATE deliveries SET
             attempts = attempts + 1,
             claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
             updated_at = now()
-          WHERE id = ${deliveryId}
+          WHERE id = ANY(${sql.param(ids)}::uuid[])
             AND status IN ('pending', 'retrying')
             AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
             AND (claimed_until IS NULL OR claimed_until < now())
@@ -130,7 +192,6 @@ async function claim(ctx: PipelineContext, deliveryId: string): Promise<ClaimedR
         JOIN events e ON e.id = c.event_id
         LEFT JOIN places p ON p.id = c.place_id`,
   );
-  return row ?? null;
 }
 
 export function notificationFor(row: ClaimedRow): Notification {
@@ -182,23 +243,91 @@ function classify(err: unknown): Failure {
   return { retryable: true, message };
 }
 
-/** The deliver job: one attempt at one delivery row, then the row's next state. */
+/** What one process shares between its deliver jobs: send slots per channel, the sent marks. */
+interface DeliverShared {
+  slots: Record<Channel, Semaphore>;
+  sent: SentRecorder;
+}
+
+const shared = new WeakMap<PipelineContext, DeliverShared>();
+
+function sharedFor(ctx: PipelineContext): DeliverShared {
+  let s = shared.get(ctx);
+  if (!s) {
+    s = {
+      slots: {
+        webhook: new Semaphore(ctx.config.deliveryConcurrency),
+        // Twice the pool, so a connection finds its next message waiting when it frees up.
+        email: new Semaphore(MAIL_POOL_CONNECTIONS * 2),
+      },
+      sent: new SentRecorder(ctx.db),
+    };
+    shared.set(ctx, s);
+  }
+  return s;
+}
+
+const byChannel = (): Record<Channel, number> => ({ email: 0, webhook: 0 });
+
+/**
+ * The deliver job: one attempt at each of its rows, then each row's next state. The rows are
+ * claimed in one statement and sent concurrently, within the process's send slots per channel;
+ * successes are recorded together (`SentRecorder`), failures one by one.
+ */
 export async function runDeliver(
   ctx: PipelineContext,
   payload: DeliverPayload,
-): Promise<DeliverOutcome> {
-  const log = ctx.logger.child({ job: DELIVER_JOB, deliveryId: payload.deliveryId });
-  const row = await claim(ctx, payload.deliveryId);
-  if (!row) {
-    log.debug('delivery not due or already handled');
-    return 'skipped';
-  }
+): Promise<DeliverResult> {
+  const log = ctx.logger.child({ job: DELIVER_JOB });
+  const rows = await claim(ctx, payload.deliveryIds);
+  const claimedAt = ctx.now().getTime();
+  const result: DeliverResult = {
+    sent: byChannel(),
+    retrying: byChannel(),
+    dead: byChannel(),
+    released: 0,
+    skipped: payload.deliveryIds.length - rows.length,
+  };
+  if (result.skipped > 0)
+    log.debug({ skipped: result.skipped }, 'deliveries not due or already handled');
 
-  let failure: Failure | null = null;
+  const s = sharedFor(ctx);
+  const released: ClaimedRow[] = [];
+  const settled = await Promise.allSettled(
+    rows.map(async (row) => {
+      const outcome = await attempt(ctx, log, s, row, claimedAt);
+      if (outcome === 'released') released.push(row);
+      else if (outcome !== 'skipped') result[outcome][row.channel] += 1;
+    }),
+  );
+  if (released.length > 0) {
+    await release(ctx, released);
+    result.released = released.length;
+    log.warn({ released: released.length }, 'deliveries handed back: no send slot in time');
+  }
+  // A failed ledger write fails the job; its rows' claims run out and the sweeper retries them.
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return result;
+}
+
+/** One row: send within the channel's slots, then record the outcome. */
+async function attempt(
+  ctx: PipelineContext,
+  log: Logger,
+  s: DeliverShared,
+  row: ClaimedRow,
+  claimedAt: number,
+): Promise<DeliverOutcome> {
   if (!row.active) {
     const why = row.disabled_reason ? `subscriber is disabled: ${row.disabled_reason}` : null;
-    failure = { retryable: false, message: why ?? 'subscriber is paused (active = false)' };
-  } else {
+    return recordFailure(ctx, log, row, {
+      retryable: false,
+      message: why ?? 'subscriber is paused (active = false)',
+    });
+  }
+  const sent = await s.slots[row.channel].run(async (): Promise<Failure | 'sent' | 'late'> => {
+    if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
     const notification = notificationFor(row);
     try {
       if (row.channel === 'email') {
@@ -209,20 +338,36 @@ export async function runDeliver(
           notification,
         );
       }
+      return 'sent';
     } catch (err) {
-      failure = classify(err);
+      return classify(err);
     }
-  }
+  });
+  if (sent === 'late') return 'released';
+  if (sent !== 'sent') return recordFailure(ctx, log, row, sent);
+  await s.sent.markSent(row.id, new Date());
+  log.info(
+    { deliveryId: row.id, channel: row.channel, attempt: row.attempts },
+    'notification delivered',
+  );
+  return 'sent';
+}
 
-  if (!failure) {
-    await ctx.db.execute(sql`
-      UPDATE deliveries SET status = 'sent', sent_at = now(), claimed_until = NULL,
-        last_error = NULL, updated_at = now()
-      WHERE id = ${row.id}`);
-    log.info({ channel: row.channel, attempt: row.attempts }, 'notification delivered');
-    return 'sent';
-  }
+/** Rows claimed but not sent: the attempt is given back and each row gets a job of its own. */
+async function release(ctx: PipelineContext, rows: readonly ClaimedRow[]): Promise<void> {
+  await ctx.db.execute(sql`
+    UPDATE deliveries SET attempts = attempts - 1, claimed_until = NULL, updated_at = now()
+    WHERE id = ANY(${sql.param(rows.map((r) => r.id))}::uuid[]) AND status IN ('pending', 'retrying')`);
+  for (const row of rows) await enqueueDelivery(ctx.queues, row.id, row.attempts - 1);
+}
 
+async function recordFailure(
+  ctx: PipelineContext,
+  jobLog: Logger,
+  row: ClaimedRow,
+  failure: Failure,
+): Promise<DeliverOutcome> {
+  const log = jobLog.child({ deliveryId: row.id });
   if (failure.gone) {
     const reason = `webhook answered 410 Gone at ${ctx.now().toISOString()} (delivery ${row.id})`;
     await ctx.db.execute(sql`

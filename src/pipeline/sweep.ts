@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { enqueueDelivery } from './deliver.js';
+import { enqueueDelivery, isJobLive } from './deliver.js';
 
 export const SWEEP_JOB = 'sweep';
 
@@ -34,9 +34,9 @@ export async function runSweep(
 ): Promise<SweepOutcome> {
   const log = ctx.logger.child({ job: SWEEP_JOB });
   const grace = payload.graceSeconds ?? DEFAULT_GRACE_SECONDS;
-  const due = await queryRows<{ id: string; attempts: number }>(
+  const due = await queryRows<{ id: string; attempts: number; first_job_id: string | null }>(
     ctx.db,
-    sql`SELECT id, attempts FROM deliveries
+    sql`SELECT id, attempts, first_job_id FROM deliveries
         WHERE status IN ('pending', 'retrying')
           AND next_attempt_at <= now() - make_interval(secs => ${grace})
           AND (claimed_until IS NULL OR claimed_until < now())
@@ -44,8 +44,19 @@ export async function runSweep(
         LIMIT ${BATCH}`,
   );
   let requeued = 0;
+  // A first attempt travels in its check's batch job; a storm's backlog keeps such jobs waiting
+  // longer than the grace, and they still carry the row. One lookup per batch.
+  const batchLive = new Map<string, boolean>();
   for (const row of due) {
-    // Skips rows whose job is still waiting or running; replaces a finished job's id.
+    if (row.attempts === 0 && row.first_job_id) {
+      let live = batchLive.get(row.first_job_id);
+      if (live === undefined) {
+        live = await isJobLive(ctx.queues, row.first_job_id);
+        batchLive.set(row.first_job_id, live);
+      }
+      if (live) continue;
+    }
+    // Skips rows whose own job is still waiting or running; replaces a finished job's id.
     if (await enqueueDelivery(ctx.queues, row.id, row.attempts)) requeued += 1;
   }
 

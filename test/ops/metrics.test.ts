@@ -55,7 +55,7 @@ describe('OpsMetrics without services', () => {
     expect(body).toContain('qwn_cycles_total{status="failed"} 0');
   });
 
-  it('counts upstream calls and the events of applied checks', async () => {
+  it('counts upstream calls, the events of applied checks and delivery outcomes', async () => {
     const m = make();
     m.upstreamCall('warningList', null);
     m.upstreamCall('warningNow', null);
@@ -67,7 +67,7 @@ describe('OpsMetrics without services', () => {
         applied: true,
         fetchOk: true,
         events: { new: 2, update: 1, cancel: 0, expired: 0 },
-        deliveryIds: [],
+        deliveries: 0,
       },
     );
     // A re-run check that was already applied detected nothing new.
@@ -78,10 +78,22 @@ describe('OpsMetrics without services', () => {
         applied: false,
         fetchOk: true,
         events: { new: 5, update: 0, cancel: 0, expired: 0 },
-        deliveryIds: [],
+        deliveries: 0,
       },
     );
     m.jobCompleted('check', {}, 'not an outcome');
+    m.jobCompleted(
+      'deliver',
+      {},
+      {
+        sent: { email: 2, webhook: 5 },
+        retrying: { email: 0, webhook: 1 },
+        dead: { email: 1, webhook: 0 },
+        released: 0,
+        skipped: 3,
+      },
+    );
+    m.jobCompleted('deliver', {}, 'sent');
     m.jobCompleted('poll', {}, { ok: true });
     const { body } = await m.scrape();
     expect(body).toContain('qwn_upstream_calls_total{operation="warningList",outcome="ok"} 1');
@@ -89,6 +101,11 @@ describe('OpsMetrics without services', () => {
     expect(body).toContain('qwn_upstream_calls_total{operation="warningNow",outcome="timeout"} 1');
     expect(body).toContain('qwn_events_total{type="new"} 2');
     expect(body).toContain('qwn_events_total{type="update"} 1');
+    expect(body).toContain('qwn_deliveries_total{channel="email",outcome="sent"} 2');
+    expect(body).toContain('qwn_deliveries_total{channel="webhook",outcome="sent"} 5');
+    expect(body).toContain('qwn_deliveries_total{channel="webhook",outcome="retrying"} 1');
+    expect(body).toContain('qwn_deliveries_total{channel="email",outcome="dead"} 1');
+    expect(body).toContain('qwn_deliveries_total{channel="webhook",outcome="dead"} 0');
   });
 
   it('keeps a registry per instance, so several can live in one process', async () => {

@@ -1,11 +1,10 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 import type { ReceivedMail } from '../support/smtp-sink.js';
 
 /**
@@ -129,14 +128,14 @@ describe('email deliveries', () => {
     await h.database.db.execute(
       sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${deferred!.id}`,
     );
-    expect(await runDeliver(rt.ctx, { deliveryId: deferred!.id })).toBe('sent');
+    expect(await deliverOne(rt.ctx, deferred!.id)).toBe('sent');
     const [sent] = await rowsAt(NANJING);
     expect(sent).toMatchObject({ status: 'sent', attempts: 2, last_error: null });
     expect(h.smtp.messages).toHaveLength(1);
     expect(h.smtp.messages[0]!.parsed.messageId).toBe(`<${deferred!.id}@qwn>`);
 
     // A late duplicate job finds the row sent and sends nothing.
-    expect(await runDeliver(rt.ctx, { deliveryId: deferred!.id })).toBe('skipped');
+    expect(await deliverOne(rt.ctx, deferred!.id)).toBe('skipped');
     expect(h.smtp.messages).toHaveLength(1);
   });
 
@@ -158,7 +157,7 @@ describe('email deliveries', () => {
     await h.database.db.execute(
       sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${dead!.id}`,
     );
-    expect(await runDeliver(rt.ctx, { deliveryId: dead!.id })).toBe('skipped');
+    expect(await deliverOne(rt.ctx, dead!.id)).toBe('skipped');
     expect((await rowsAt(XIAN))[0]).toMatchObject({ status: 'dead', attempts: 1 });
     expect(h.smtp.messages).toHaveLength(0);
   });

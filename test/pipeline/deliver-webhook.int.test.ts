@@ -2,11 +2,10 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { MAX_DELIVERY_ATTEMPTS } from '../../src/domain/retry.js';
-import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
  * Webhook deliveries through the whole pipeline (simulator → check → ledger → deliver) to a
@@ -69,7 +68,7 @@ describe('webhook deliveries', () => {
     await h.database.db.execute(
       sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${id}`,
     );
-    return runDeliver(rt.ctx, { deliveryId: id });
+    return deliverOne(rt.ctx, id);
   }
 
   it('retries 500s with backoff and delivers once, under one webhook-id', async () => {
@@ -83,7 +82,7 @@ describe('webhook deliveries', () => {
     expect(waitMs).toBeLessThan(90_000);
 
     // Not due yet: a job firing early changes nothing and sends nothing.
-    expect(await runDeliver(rt.ctx, { deliveryId: first.id })).toBe('skipped');
+    expect(await deliverOne(rt.ctx, first.id)).toBe('skipped');
     expect(h.hooks.requestsTo('/flaky')).toHaveLength(1);
 
     expect(await retryNow(first.id)).toBe('retrying');

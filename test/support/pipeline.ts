@@ -7,6 +7,8 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import type { PipelineContext } from '../../src/pipeline/context.js';
+import { runDeliver } from '../../src/pipeline/deliver.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
@@ -195,4 +197,16 @@ export async function startPipelineHarness(
       await database.drop();
     },
   };
+}
+
+/** One deliver job for one row, and what it did with that row. */
+export async function deliverOne(
+  ctx: PipelineContext,
+  deliveryId: string,
+): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'skipped'> {
+  const r = await runDeliver(ctx, { deliveryIds: [deliveryId] });
+  for (const outcome of ['sent', 'retrying', 'dead'] as const) {
+    if (r[outcome].email + r[outcome].webhook > 0) return outcome;
+  }
+  return r.released > 0 ? 'released' : 'skipped';
 }

@@ -1,0 +1,179 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import {
+  DELIVER_JOB,
+  FIRST_ATTEMPT_BATCH,
+  SEND_START_DEADLINE_MS,
+  runDeliver,
+} from '../../src/pipeline/deliver.js';
+import { deliverJobId } from '../../src/pipeline/queues.js';
+import { runCycleOnce } from '../../src/pipeline/run-once.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
+import { runSweep } from '../../src/pipeline/sweep.js';
+import { v7Warning } from '../../src/simulator/index.js';
+import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+
+/**
+ * A check enqueues one deliver job per batch of rows (src/pipeline/deliver.ts): the rows of a
+ * batch are claimed together, sent within the process's send slots and recorded together. These
+ * tests hold the batches to what one job per row guaranteed: each notification once, under its
+ * row's id, found again by the sweeper when its job is gone, never sent on a stale claim.
+ */
+
+interface Row {
+  id: string;
+  channel: 'email' | 'webhook';
+  status: string;
+  attempts: number;
+  first_job_id: string | null;
+  claimed_until: Date | null;
+}
+
+describe('deliver jobs carrying many rows', () => {
+  let h: PipelineHarness;
+  let rt: Runtime;
+  let seq = 0;
+
+  beforeAll(async () => {
+    h = await startPipelineHarness();
+    rt = h.runtime();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function stormAt(place: string, name: string, subscribers: () => Promise<void>) {
+    await h.addPlace(place, name);
+    await subscribers();
+    seq += 1;
+    h.sim.setWarnings(place, [
+      v7Warning({ locationId: place, seq, typeCode: '1003', level: '橙色' }),
+    ]);
+  }
+
+  function rowsAt(place: string): Promise<Row[]> {
+    return queryRows<Row>(
+      h.database.db,
+      sql`SELECT id, channel, status, attempts, first_job_id, claimed_until FROM deliveries
+          WHERE place_id = ${place} ORDER BY id`,
+    );
+  }
+
+  const webhookIds = (path: string) =>
+    h.hooks.requests
+      .filter((r) => r.path.startsWith(path))
+      .map((r) => r.headers['webhook-id'] as string);
+
+  it("sends a place's notifications in batch jobs, each once under its row's id", async () => {
+    const place = '101280101';
+    await stormAt(place, '广州', async () => {
+      for (let i = 0; i < 120; i += 1) await h.addWebhookSubscriber(`/gz/${i}`, [place]);
+      for (let i = 0; i < 25; i += 1) await h.addEmailSubscriber(`gz${i}@example.com`, [place]);
+    });
+    const summary = await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 60_000 });
+    expect(summary.ok).toBe(true);
+
+    const rows = await rowsAt(place);
+    expect(rows).toHaveLength(145);
+    expect(rows.every((r) => r.status === 'sent' && r.attempts === 1)).toBe(true);
+    const batches = (channel: Row['channel']) =>
+      new Set(rows.filter((r) => r.channel === channel).map((r) => r.first_job_id)).size;
+    expect(batches('webhook')).toBe(Math.ceil(120 / FIRST_ATTEMPT_BATCH.webhook));
+    expect(batches('email')).toBe(Math.ceil(25 / FIRST_ATTEMPT_BATCH.email));
+
+    const hooks = webhookIds('/gz/');
+    expect(hooks.sort()).toEqual(rows.filter((r) => r.channel === 'webhook').map((r) => r.id));
+    expect(h.hooks.requests.filter((r) => r.path.startsWith('/gz/')).every((r) => r.verified)).toBe(
+      true,
+    );
+    const mails = h.smtp.messages
+      .filter((m) => m.envelope.to[0]?.startsWith('gz'))
+      .map((m) => m.messageId);
+    expect(mails.sort()).toEqual(
+      rows.filter((r) => r.channel === 'email').map((r) => `${r.id}@qwn`),
+    );
+  });
+
+  it('keeps webhook sends in flight within DELIVERY_CONCURRENCY, however many rows a job has', async () => {
+    const place = '101230101';
+    const slow = h.runtime({ DELIVERY_CONCURRENCY: '3' });
+    await stormAt(place, '福州', async () => {
+      for (let i = 0; i < 18; i += 1) {
+        h.hooks.script(`/fz/${i}`, [{ delayMs: 400 }]);
+        await h.addWebhookSubscriber(`/fz/${i}`, [place]);
+      }
+    });
+    const summary = await runCycleOnce(slow.ctx, slow.redis, { timeoutMs: 60_000 });
+    expect(summary.ok).toBe(true);
+    expect((await rowsAt(place)).every((r) => r.status === 'sent')).toBe(true);
+
+    // Each answer takes 400 ms: requests arriving within 300 ms of one another overlapped.
+    const arrivals = h.hooks.requests
+      .filter((r) => r.path.startsWith('/fz/'))
+      .map((r) => r.receivedAt.getTime())
+      .sort((a, b) => a - b);
+    expect(arrivals).toHaveLength(18);
+    const overlapping = arrivals.map((t) => arrivals.filter((u) => u >= t && u < t + 300).length);
+    expect(Math.max(...overlapping)).toBeLessThanOrEqual(3);
+  });
+
+  it('leaves rows to their live batch job, and gives them jobs of their own once it is gone', async () => {
+    const place = '101280101';
+    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(0, 5);
+    const ids = rows.map((r) => r.id);
+    const batchJobId = `lost-batch_${place}_webhook0`;
+    await h.database.db.execute(sql`
+      UPDATE deliveries SET status = 'pending', attempts = 0, sent_at = NULL,
+        first_job_id = ${batchJobId}, next_attempt_at = now() - interval '1 minute'
+      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    // No worker runs in this test: the job waits, as a storm's backlog would.
+    const batch = await rt.ctx.queues.deliver.add(
+      DELIVER_JOB,
+      { deliveryIds: ids },
+      { jobId: batchJobId },
+    );
+
+    expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(0);
+
+    await batch.remove();
+    expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
+    for (const id of ids) {
+      const job = await rt.ctx.queues.deliver.getJob(deliverJobId(id, 0));
+      expect(job?.data).toEqual({ deliveryIds: [id] });
+      await job!.remove();
+    }
+    // The same sweep again finds the same rows: still owed, and nothing carries them now.
+    expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
+  });
+
+  it('hands a claimed row back, unsent, when its send could not start in time', async () => {
+    const place = '101230101';
+    const [row] = await rowsAt(place);
+    await h.database.db.execute(sql`
+      UPDATE deliveries SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = NULL
+      WHERE id = ${row!.id}`);
+    const before = webhookIds('/fz/').length;
+
+    // The clock reads the claim time, then a time past the deadline for starting the send.
+    let reads = 0;
+    const start = Date.now();
+    const lateCtx = {
+      ...rt.ctx,
+      now: () => new Date(start + (reads++ === 0 ? 0 : SEND_START_DEADLINE_MS + 1000)),
+    };
+    const result = await runDeliver(lateCtx, { deliveryIds: [row!.id] });
+    expect(result).toMatchObject({ released: 1, skipped: 0 });
+    expect(result.sent).toEqual({ email: 0, webhook: 0 });
+    expect(webhookIds('/fz/')).toHaveLength(before);
+    const [handedBack] = (await rowsAt(place)).filter((r) => r.id === row!.id);
+    expect(handedBack).toMatchObject({ status: 'pending', attempts: 0, claimed_until: null });
+    const job = await rt.ctx.queues.deliver.getJob(deliverJobId(row!.id, 0));
+    expect(job?.data).toEqual({ deliveryIds: [row!.id] });
+
+    // Its own job then sends it, once, under the same id.
+    await job!.remove();
+    expect(await deliverOne(rt.ctx, row!.id)).toBe('sent');
+    expect(webhookIds('/fz/').filter((id) => id === row!.id)).toHaveLength(2);
+  });
+});

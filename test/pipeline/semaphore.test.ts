@@ -1,0 +1,51 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Semaphore } from '../../src/pipeline/semaphore.js';
+
+describe('Semaphore', () => {
+  it('never runs more than its permits at once, runs every task, and starts them in order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 30 }),
+        async (permits, delays) => {
+          const slots = new Semaphore(permits);
+          let running = 0;
+          let peak = 0;
+          const started: number[] = [];
+          const results = await Promise.all(
+            delays.map((ms, i) =>
+              slots.run(async () => {
+                started.push(i);
+                running += 1;
+                peak = Math.max(peak, running);
+                await sleep(ms);
+                running -= 1;
+                return i;
+              }),
+            ),
+          );
+          expect(results).toEqual(delays.map((_, i) => i));
+          expect(peak).toBeLessThanOrEqual(permits);
+          expect(peak).toBe(Math.min(permits, delays.length));
+          expect(started).toEqual(delays.map((_, i) => i));
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('frees the permit of a task that failed', async () => {
+    const slots = new Semaphore(1);
+    await expect(slots.run(() => Promise.reject(new Error('send failed')))).rejects.toThrow(
+      'send failed',
+    );
+    await expect(slots.run(() => Promise.resolve('next'))).resolves.toBe('next');
+  });
+
+  it('refuses a count that could never run anything', () => {
+    expect(() => new Semaphore(0)).toThrow(RangeError);
+    expect(() => new Semaphore(1.5)).toThrow(RangeError);
+  });
+});

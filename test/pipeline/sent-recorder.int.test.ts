@@ -1,0 +1,101 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import { SentRecorder } from '../../src/pipeline/sent-recorder.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+describe('SentRecorder', () => {
+  let database: TestDatabase;
+  let ids: string[];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const [sub] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO subscribers (name, webhook_url, webhook_secret)
+          VALUES ('desk', 'http://127.0.0.1:9/hook', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')
+          RETURNING id`,
+    );
+    const [event] = await queryRows<{ id: number }>(
+      database.db,
+      sql`INSERT INTO events (place_id, warning_id, type, record)
+          VALUES ('101010100', 'w1', 'new', '{}'::jsonb) RETURNING id`,
+    );
+    const rows = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
+          SELECT ${sub!.id}, ${event!.id}, '101010100', 'w' || n, 'new', 'webhook'
+          FROM generate_series(1, 300) AS n
+          RETURNING id`,
+    );
+    ids = rows.map((r) => r.id);
+  });
+  afterAll(async () => {
+    await database?.close();
+  });
+
+  /** The database, counting the statements that reach it. */
+  function counting() {
+    const counter = { statements: 0 };
+    const db = {
+      execute: (query: SQL) => {
+        counter.statements += 1;
+        return database.db.execute(query);
+      },
+    };
+    return { counter, recorder: new SentRecorder(db) };
+  }
+
+  it('records marks made together in one statement, each with its own time', async () => {
+    const { counter, recorder } = counting();
+    const batch = ids.slice(0, 200);
+    const at = (i: number) => new Date(Date.UTC(2026, 6, 1, 8, 0, i % 60, i));
+    await Promise.all(batch.map((id, i) => recorder.markSent(id, at(i))));
+    expect(counter.statements).toBe(1);
+
+    const rows = await queryRows<{ id: string; status: string; sent_at: Date }>(
+      database.db,
+      sql`SELECT id, status, sent_at FROM deliveries WHERE id = ANY(${sql.param(batch)}::uuid[])`,
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    batch.forEach((id, i) => {
+      expect(byId.get(id)?.status).toBe('sent');
+      expect(new Date(byId.get(id)!.sent_at).getTime()).toBe(at(i).getTime());
+    });
+  });
+
+  it('writes marks that arrive during a write in the next one, and each waits for its own', async () => {
+    const { counter, recorder } = counting();
+    const first = recorder.markSent(ids[200]!, new Date());
+    // Arrives after the first statement left: it must not be dropped or resolved early.
+    await new Promise((resolve) => setImmediate(resolve));
+    const rest = ids.slice(201, 260).map((id) => recorder.markSent(id, new Date()));
+    await first;
+    await Promise.all(rest);
+    expect(counter.statements).toBe(2);
+    const [{ n }] = (await queryRows<{ n: number }>(
+      database.db,
+      sql`SELECT count(*)::int AS n FROM deliveries
+          WHERE id = ANY(${sql.param(ids.slice(200, 260))}::uuid[]) AND status = 'sent'`,
+    )) as [{ n: number }];
+    expect(n).toBe(60);
+  });
+
+  it('rejects every mark of a write that failed, and recovers for the next', async () => {
+    let fail = true;
+    const recorder = new SentRecorder({
+      execute: (query: SQL) =>
+        fail ? Promise.reject(new Error('connection terminated')) : database.db.execute(query),
+    });
+    const marks = ids.slice(260, 270).map((id) => recorder.markSent(id, new Date()));
+    const settled = await Promise.allSettled(marks);
+    expect(settled.every((s) => s.status === 'rejected')).toBe(true);
+    fail = false;
+    await recorder.markSent(ids[270]!, new Date());
+    const rows = await queryRows<{ id: string; status: string }>(
+      database.db,
+      sql`SELECT id, status FROM deliveries WHERE id = ANY(${sql.param(ids.slice(260, 271))}::uuid[])`,
+    );
+    expect(rows.filter((r) => r.status === 'sent').map((r) => r.id)).toEqual([ids[270]]);
+  });
+});
