@@ -274,8 +274,31 @@ function changedMaterially(before: TrackedWarning, after: TrackedWarning): boole
     before.misses !== after.misses ||
     before.closedAt?.getTime() !== after.closedAt?.getTime() ||
     before.firstSeen.getTime() !== after.firstSeen.getTime() ||
-    (before.warning !== after.warning &&
-      JSON.stringify(before.warning) !== JSON.stringify(after.warning))
+    (before.warning !== after.warning && !sameJson(before.warning, after.warning))
+  );
+}
+
+/**
+ * Deep equality of JSON-shaped values, whatever the order of object keys. The stored record
+ * comes back from a jsonb column, which orders keys its own way: comparing serializations
+ * called every stored warning changed and rewrote it on every quiet check.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    return a.length === other.length && a.every((item, i) => sameJson(item, other[i]));
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  // Keys holding undefined are absent once stored as JSON.
+  const keys = Object.keys(left).filter((k) => left[k] !== undefined);
+  const otherKeys = Object.keys(right).filter((k) => right[k] !== undefined);
+  return (
+    keys.length === otherKeys.length &&
+    keys.every((k) => Object.hasOwn(right, k) && sameJson(left[k], right[k]))
   );
 }
 

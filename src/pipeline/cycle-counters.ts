@@ -4,8 +4,18 @@ import type { EventType } from '../domain/detect.js';
 
 type Executor = Pick<Db, 'execute'>;
 
+/** What checks add to their cycle's row. */
+export interface CheckTally {
+  checks: number;
+  upstreamErrors: number;
+  events: Record<EventType, number>;
+  deliveries: number;
+  /** When the last of these checks ended: the cycle's finish time if they complete it. */
+  now: Date;
+}
+
 /**
- * Counts one check on its cycle row; the check that completes the plan closes the cycle.
+ * Counts checks on their cycle row; the check that completes the plan closes the cycle.
  * Every check of a cycle updates this one row, so callers keep the row lock short.
  */
 export async function countCheck(
@@ -16,30 +26,117 @@ export async function countCheck(
     events: Record<EventType, number>;
     deliveries: number;
     now: Date;
-    /**
-     * Let the statement's own implicit transaction commit without waiting for its WAL flush:
-     * the row's lock is then not held through one. Only bookkeeping is at stake.
-     */
-    asyncCommit?: boolean;
   },
 ): Promise<void> {
-  const async = input.asyncCommit
+  await countChecks(db, input.cycleId, {
+    checks: 1,
+    upstreamErrors: input.fetchOk ? 0 : 1,
+    events: input.events,
+    deliveries: input.deliveries,
+    now: input.now,
+  });
+}
+
+async function countChecks(
+  db: Executor,
+  cycleId: string,
+  t: CheckTally,
+  o: { asyncCommit?: boolean } = {},
+): Promise<void> {
+  const async = o.asyncCommit
     ? sql`AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`
     : sql``;
   await db.execute(sql`
     UPDATE poll_cycles SET
-      checked = checked + 1,
-      upstream_calls = upstream_calls + 1,
-      upstream_errors = upstream_errors + ${input.fetchOk ? 0 : 1},
-      events_new = events_new + ${input.events.new},
-      events_update = events_update + ${input.events.update},
-      events_cancel = events_cancel + ${input.events.cancel},
-      events_expired = events_expired + ${input.events.expired},
-      deliveries_created = deliveries_created + ${input.deliveries},
-      status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
-      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN ${input.now}
-                         ELSE finished_at END
-    WHERE id = ${input.cycleId} ${async}`);
+      checked = checked + ${t.checks},
+      upstream_calls = upstream_calls + ${t.checks},
+      upstream_errors = upstream_errors + ${t.upstreamErrors},
+      events_new = events_new + ${t.events.new},
+      events_update = events_update + ${t.events.update},
+      events_cancel = events_cancel + ${t.events.cancel},
+      events_expired = events_expired + ${t.events.expired},
+      deliveries_created = deliveries_created + ${t.deliveries},
+      status = CASE WHEN checked + ${t.checks} >= planned AND status = 'running' THEN 'done'
+                    ELSE status END,
+      finished_at = CASE WHEN checked + ${t.checks} >= planned AND finished_at IS NULL
+                         THEN ${t.now} ELSE finished_at END
+    WHERE id = ${cycleId} ${async}`);
+}
+
+interface PendingTally {
+  tally: CheckTally;
+  waiters: { resolve: () => void; reject: (err: unknown) => void }[];
+}
+
+/**
+ * Counts the checks of one process on their cycle rows, many per statement (a group commit, as
+ * `SentRecorder` does for sent marks). A quiet cycle is thousands of checks that each changed
+ * one number on the same row: one statement per check was a third of its Postgres
+ * transactions, each queued on that row's lock. The statements run after the checks'
+ * own commits and do not wait for their WAL flush: a process that dies first leaves checks
+ * uncounted, and the sweeper closes such a cycle; no notification depends on these counters.
+ */
+export class CycleCounter {
+  readonly #db: Executor;
+  #pending = new Map<string, PendingTally>();
+  #flushing = false;
+
+  constructor(db: Executor) {
+    this.#db = db;
+  }
+
+  /** Resolves once this check is counted on its cycle row. */
+  count(input: {
+    cycleId: string;
+    fetchOk: boolean;
+    events: Record<EventType, number>;
+    deliveries: number;
+    now: Date;
+  }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let entry = this.#pending.get(input.cycleId);
+      if (!entry) {
+        entry = {
+          tally: {
+            checks: 0,
+            upstreamErrors: 0,
+            events: { new: 0, update: 0, cancel: 0, expired: 0 },
+            deliveries: 0,
+            now: input.now,
+          },
+          waiters: [],
+        };
+        this.#pending.set(input.cycleId, entry);
+      }
+      const t = entry.tally;
+      t.checks += 1;
+      t.upstreamErrors += input.fetchOk ? 0 : 1;
+      for (const type of Object.keys(t.events) as EventType[]) t.events[type] += input.events[type];
+      t.deliveries += input.deliveries;
+      if (input.now > t.now) t.now = input.now;
+      entry.waiters.push({ resolve, reject });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        setImmediate(() => void this.#drain());
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#pending.size > 0) {
+      const batch = this.#pending;
+      this.#pending = new Map();
+      for (const [cycleId, { tally, waiters }] of batch) {
+        try {
+          await countChecks(this.#db, cycleId, tally, { asyncCommit: true });
+          for (const w of waiters) w.resolve();
+        } catch (err) {
+          for (const w of waiters) w.reject(err);
+        }
+      }
+    }
+    this.#flushing = false;
+  }
 }
 
 /**

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   applyDetectResult,
   detectChanges,
+  sameJson,
   type DetectSettings,
   type FetchOutcome,
   type TrackedWarning,
@@ -297,6 +298,26 @@ describe('detectChanges over random sequences of answers and failures', () => {
     );
   });
 
+  it('does not take a stored record read back with its keys reordered (jsonb) as a change', () => {
+    fc.assert(
+      fc.property(scenarioArb, (scenario) => {
+        play(scenario, ({ answer, after, now, settings }) => {
+          if (answer === null) return;
+          const stored = after.map((t) => ({ ...t, warning: reordered(t.warning) as Warning }));
+          const again = detectChanges({
+            tracked: stored,
+            fetch: { ok: true, warnings: answer },
+            now,
+            settings,
+          });
+          const present = new Set(answer.map((record) => record.id));
+          expect(again.changes.filter((change) => present.has(change.id))).toEqual([]);
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('never lets a superseded or cancelled warning expire later', () => {
     fc.assert(
       fc.property(scenarioArb, (scenario) => {
@@ -309,5 +330,45 @@ describe('detectChanges over random sequences of answers and failures', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+/** The same JSON value with every object's keys in reverse order, as a jsonb column may return. */
+function reordered(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reordered);
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .reverse()
+      .map(([k, v]) => [k, reordered(v)]),
+  );
+}
+
+/** JSON text with object keys sorted: equal exactly when the values are. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+describe('sameJson', () => {
+  it('is equality of JSON values whatever the order of their keys', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (a, b) => {
+        expect(sameJson(a, reordered(a))).toBe(true);
+        expect(sameJson(a, b)).toBe(canonical(a) === canonical(b));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('tells a changed nested value, a missing key and an array order apart', () => {
+    expect(sameJson({ a: { b: [1, 2] } }, { a: { b: [1, 2] } })).toBe(true);
+    expect(sameJson({ a: { b: [1, 2] } }, { a: { b: [2, 1] } })).toBe(false);
+    expect(sameJson({ a: 1, b: null }, { a: 1 })).toBe(false);
+    expect(sameJson({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(sameJson([], {})).toBe(false);
   });
 });

@@ -1,0 +1,169 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql, type SQL } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import { runCheck } from '../../src/pipeline/check-location.js';
+import { CycleCounter } from '../../src/pipeline/cycle-counters.js';
+import { runCycleOnce } from '../../src/pipeline/run-once.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
+import { v7Warning } from '../../src/simulator/index.js';
+import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+
+/**
+ * A check whose answer changes nothing writes its bookkeeping without the place lock, in one
+ * statement that applies only to the place row it read (src/pipeline/check-location.ts). The
+ * cycle counters of many checks go out together (CycleCounter).
+ */
+describe('quiet checks and cycle counters', () => {
+  let h: PipelineHarness;
+  let rt: Runtime;
+
+  beforeAll(async () => {
+    h = await startPipelineHarness();
+    rt = h.runtime();
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  async function newCycle(): Promise<string> {
+    const [cycle] = await queryRows<{ id: string }>(
+      h.database.db,
+      sql`INSERT INTO poll_cycles (planned) VALUES (1) RETURNING id`,
+    );
+    return cycle!.id;
+  }
+
+  it('writes only last-seen times and the place row, one statement after one read', async () => {
+    const place = '101200101';
+    await h.addPlace(place, '武汉');
+    await h.addWebhookSubscriber('/wh', [place]);
+    h.sim.setWarnings(place, [
+      v7Warning({ locationId: place, seq: 1, typeCode: '1003', level: '黄色' }),
+    ]);
+    expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
+    const before = await queryRows<{ last_seen: Date }>(
+      h.database.db,
+      sql`SELECT last_seen FROM warnings WHERE place_id = ${place}`,
+    );
+
+    const cycleId = await newCycle();
+    const outcome = await runCheck(rt.ctx, { cycleId, placeId: place });
+    expect(outcome).toEqual({
+      applied: true,
+      fetchOk: true,
+      events: { new: 0, update: 0, cancel: 0, expired: 0 },
+      deliveries: 0,
+    });
+    const [after] = await queryRows<{ last_seen: Date; last_cycle_id: string }>(
+      h.database.db,
+      sql`SELECT w.last_seen, p.last_cycle_id FROM warnings w JOIN places p ON p.id = w.place_id
+          WHERE w.place_id = ${place}`,
+    );
+    expect(after!.last_cycle_id).toBe(cycleId);
+    expect(new Date(after!.last_seen).getTime()).toBeGreaterThan(
+      new Date(before[0]!.last_seen).getTime(),
+    );
+    // The same cycle again is a re-run: nothing applied twice.
+    expect((await runCheck(rt.ctx, { cycleId, placeId: place })).applied).toBe(false);
+  });
+
+  it('falls back to the locked check when another check changed the place after its read', async () => {
+    const place = '101190101';
+    await h.addPlace(place, '南京');
+    await h.addWebhookSubscriber('/nj', [place]);
+    h.sim.setWarnings(place, [
+      v7Warning({ locationId: place, seq: 2, typeCode: '1003', level: '黄色' }),
+    ]);
+    expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
+
+    // Another transaction changes what is stored for the place and holds the row meanwhile:
+    // the warning is gone from the store, so the same answer now means a new warning.
+    const other = new pg.Client({ connectionString: h.database.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('DELETE FROM events WHERE place_id = $1', [place]);
+      await other.query('DELETE FROM warnings WHERE place_id = $1', [place]);
+      await other.query('UPDATE places SET last_ok_at = now() WHERE id = $1', [place]);
+
+      const check = runCheck(rt.ctx, { cycleId: await newCycle(), placeId: place });
+      // Commit only once the check waits for the row: it has read the old state by then.
+      await waitForLockWait(h.database.url);
+      await other.query('COMMIT');
+      const outcome = await check;
+      expect(outcome.events.new).toBe(1);
+      expect(outcome.deliveries).toBe(1);
+    } finally {
+      await other.end();
+    }
+    const rows = await queryRows<{ n: number }>(
+      h.database.db,
+      sql`SELECT count(*)::int AS n FROM warnings WHERE place_id = ${place}`,
+    );
+    expect(rows[0]!.n).toBe(1);
+  });
+
+  it('counts checks made together in one statement and closes the cycle', async () => {
+    const [cycle] = await queryRows<{ id: string }>(
+      h.database.db,
+      sql`INSERT INTO poll_cycles (planned) VALUES (40) RETURNING id`,
+    );
+    let statements = 0;
+    const counter = new CycleCounter({
+      execute: (query: SQL) => {
+        statements += 1;
+        return h.database.db.execute(query);
+      },
+    });
+    const at = new Date('2026-07-01T08:00:00Z');
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        counter.count({
+          cycleId: cycle!.id,
+          fetchOk: i % 10 !== 0,
+          events: { new: i === 3 ? 2 : 0, update: 0, cancel: i === 5 ? 1 : 0, expired: 0 },
+          deliveries: i === 3 ? 7 : 0,
+          now: new Date(at.getTime() + i * 1000),
+        }),
+      ),
+    );
+    expect(statements).toBe(1);
+    const [row] = await queryRows<Record<string, unknown>>(
+      h.database.db,
+      sql`SELECT status, checked, upstream_calls, upstream_errors, events_new, events_cancel,
+            deliveries_created, finished_at FROM poll_cycles WHERE id = ${cycle!.id}`,
+    );
+    expect(row).toMatchObject({
+      status: 'done',
+      checked: 40,
+      upstream_calls: 40,
+      upstream_errors: 4,
+      events_new: 2,
+      events_cancel: 1,
+      deliveries_created: 7,
+    });
+    expect(new Date(row!.finished_at as Date).getTime()).toBe(at.getTime() + 39_000);
+  });
+});
+
+/** Waits until some backend of the test database waits for a row lock. */
+async function waitForLockWait(url: string): Promise<void> {
+  const watcher = new pg.Client({ connectionString: url });
+  await watcher.connect();
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await watcher.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      if (rows[0]!.n > 0) return;
+      if (Date.now() > deadline) throw new Error('no check waited for the place row');
+      await sleep(20);
+    }
+  } finally {
+    await watcher.end();
+  }
+}
