@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Db } from '../db/client.js';
 import { queryRows } from '../db/client.js';
-import { deliveries, events, warnings } from '../db/schema.js';
+import { events, warnings } from '../db/schema.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
@@ -187,7 +187,7 @@ async function writeEventsAndDeliveries(
         WHERE s.place_id = ${input.placeId} AND u.active`,
   );
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
-  const rows: (typeof deliveries.$inferInsert & { channel: Channel })[] = [];
+  const rows: Omit<NewDelivery, 'firstJobId'>[] = [];
   for (const event of inserted) {
     const detected = byKey.get(`${event.type}\u0000${event.warningId}`);
     if (!detected) continue;
@@ -208,18 +208,7 @@ async function writeEventsAndDeliveries(
     }
   }
   if (rows.length === 0) return [];
-  const planned = planFirstAttempts(rows, `${input.cycleId}_${input.placeId}`);
-  const created: CreatedDelivery[] = [];
-  // Bounded statements: a national storm can owe thousands of rows to one place.
-  for (let i = 0; i < planned.length; i += 1000) {
-    const batch = await tx
-      .insert(deliveries)
-      .values(planned.slice(i, i + 1000))
-      .onConflictDoNothing()
-      .returning({ id: deliveries.id, firstJobId: deliveries.firstJobId });
-    created.push(...batch);
-  }
-  return created;
+  return insertDeliveries(tx, planFirstAttempts(rows, `${input.cycleId}_${input.placeId}`));
 }
 
 const cycleCounters = new WeakMap<PipelineContext, CycleCounter>();
@@ -304,6 +293,53 @@ async function applyQuietCheck(
         SELECT count(*)::int AS n FROM place`,
   );
   return written?.n === 1 ? result : null;
+}
+
+/** A delivery row a check owes, before it is inserted. */
+export interface NewDelivery {
+  subscriberId: string;
+  eventId: number;
+  cycleId: string;
+  placeId: string;
+  warningId: string;
+  eventType: EventType;
+  channel: Channel;
+  nextAttemptAt: Date;
+  firstJobId: string;
+}
+
+/** Bounded statements: one national storm can owe thousands of rows to one place. */
+const DELIVERY_INSERT_CHUNK = 5000;
+
+/**
+ * Inserts delivery rows, skipping those that exist (DESIGN invariant 2), as one column array
+ * per field: a statement of nine parameters, not nine per row, which a storm's checks spent
+ * most of their time building and Postgres parsing.
+ */
+export async function insertDeliveries(
+  tx: Tx,
+  rows: readonly NewDelivery[],
+): Promise<CreatedDelivery[]> {
+  const created: CreatedDelivery[] = [];
+  for (let i = 0; i < rows.length; i += DELIVERY_INSERT_CHUNK) {
+    const chunk = rows.slice(i, i + DELIVERY_INSERT_CHUNK);
+    const column = <T>(pick: (r: NewDelivery) => T) => sql.param(chunk.map(pick));
+    const inserted = await queryRows<{ id: string; first_job_id: string | null }>(
+      tx,
+      sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+            event_type, channel, next_attempt_at, first_job_id)
+          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
+            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
+            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
+            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
+            ${column((r) => r.nextAttemptAt.toISOString())}::timestamptz[],
+            ${column((r) => r.firstJobId)}::text[])
+          ON CONFLICT DO NOTHING
+          RETURNING id, first_job_id`,
+    );
+    for (const r of inserted) created.push({ id: r.id, firstJobId: r.first_job_id });
+  }
+  return created;
 }
 
 export const NO_EVENTS = (): Record<EventType, number> => ({

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
-import { deliveries, events } from '../db/schema.js';
+import { events } from '../db/schema.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
@@ -28,11 +28,13 @@ import {
   type CheckOutcome,
   type Tx,
   type WarningRow,
+  insertDeliveries,
   type CreatedDelivery,
+  type NewDelivery,
 } from './check-location.js';
 import type { PipelineContext } from './context.js';
 import { countCheck, countFailedCheck } from './cycle-counters.js';
-import { enqueueFirstAttempts, planFirstAttempts, type Channel } from './deliver.js';
+import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1): one watched point, `GET /weatheralert/v1/current/
@@ -201,7 +203,7 @@ async function writePointEvents(
 
   const subscriptions = await subscriptionsAt(tx, input.point);
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
-  const rows: (typeof deliveries.$inferInsert & { channel: Channel })[] = [];
+  const rows: Omit<NewDelivery, 'firstJobId'>[] = [];
   for (const event of inserted) {
     const key = `${event.type}\u0000${event.warningId}`;
     const detected = byKey.get(key);
@@ -239,17 +241,7 @@ async function writePointEvents(
     }
   }
   const planned = planFirstAttempts(rows, `${input.cycleId}_${input.point.key}`);
-  const created: CreatedDelivery[] = [];
-  // Bounded statements: one alert over a big city can owe thousands of rows to one point.
-  for (let i = 0; i < planned.length; i += 1000) {
-    const batch = await tx
-      .insert(deliveries)
-      .values(planned.slice(i, i + 1000))
-      .onConflictDoNothing()
-      .returning({ id: deliveries.id, firstJobId: deliveries.firstJobId });
-    created.push(...batch);
-  }
-  return { created, counted };
+  return { created: await insertDeliveries(tx, planned), counted };
 }
 
 /**

@@ -179,7 +179,10 @@ async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Clai
             claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
             updated_at = now()
           WHERE id = ANY(${sql.param(ids)}::uuid[])
-            AND status IN ('pending', 'retrying')
+            -- Not "status IN ('pending', 'retrying')": that is the due index's predicate, and
+            -- with it the planner may walk every due row to find these few (each claim of a
+            -- storm's backlog read the whole backlog). The CHECK constraint makes them equal.
+            AND status <> 'sent' AND status <> 'dead'
             AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
             AND (claimed_until IS NULL OR claimed_until < now())
           RETURNING *)

@@ -46,13 +46,15 @@ export class SentRecorder {
   async #drain(): Promise<void> {
     while (this.#pending.length > 0) {
       const batch = this.#pending.splice(0, MAX_ROWS_PER_FLUSH);
+      // The ANY() beside the join lets the planner look the rows up by primary key rather than
+      // join the whole table when its statistics lag behind a storm's inserts.
       try {
         await this.#db.execute(sql`
           UPDATE deliveries d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
             last_error = NULL, updated_at = now()
           FROM unnest(${sql.param(batch.map((m) => m.id))}::uuid[],
                       ${sql.param(batch.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
-          WHERE d.id = v.id`);
+          WHERE d.id = v.id AND d.id = ANY(${sql.param(batch.map((m) => m.id))}::uuid[])`);
         for (const mark of batch) mark.resolve();
       } catch (err) {
         for (const mark of batch) mark.reject(err);
