@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 
@@ -44,10 +44,17 @@ async function countChecks(
   o: { asyncCommit?: boolean } = {},
 ): Promise<void> {
   const async = o.asyncCommit
-    ? sql`AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`
+    ? sql` AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`
     : sql``;
-  await db.execute(sql`
-    UPDATE poll_cycles SET
+  await db.execute(sql`${cycleCountUpdate(cycleId, t)}${async}`);
+}
+
+/**
+ * The statement that adds checks to their cycle row. It ends with its WHERE clause, so a caller
+ * may add conditions (a quiet check counts itself only if its own write applied).
+ */
+export function cycleCountUpdate(cycleId: string, t: CheckTally): SQL {
+  return sql`UPDATE poll_cycles SET
       checked = checked + ${t.checks},
       upstream_calls = upstream_calls + ${t.checks},
       upstream_errors = upstream_errors + ${t.upstreamErrors},
@@ -60,7 +67,7 @@ async function countChecks(
                     ELSE status END,
       finished_at = CASE WHEN checked + ${t.checks} >= planned AND finished_at IS NULL
                          THEN ${t.now} ELSE finished_at END
-    WHERE id = ${cycleId} ${async}`);
+    WHERE id = ${cycleId}`;
 }
 
 interface PendingTally {

@@ -65,8 +65,19 @@ describe('quiet checks and cycle counters', () => {
     expect(new Date(after!.last_seen).getTime()).toBeGreaterThan(
       new Date(before[0]!.last_seen).getTime(),
     );
+    // Counted on its cycle row by the same statement, which closes the one-check cycle.
+    const [cycle] = await queryRows<{ checked: number; status: string }>(
+      h.database.db,
+      sql`SELECT checked, status FROM poll_cycles WHERE id = ${cycleId}`,
+    );
+    expect(cycle).toEqual({ checked: 1, status: 'done' });
     // The same cycle again is a re-run: nothing applied twice.
     expect((await runCheck(rt.ctx, { cycleId, placeId: place })).applied).toBe(false);
+    const [again] = await queryRows<{ checked: number }>(
+      h.database.db,
+      sql`SELECT checked FROM poll_cycles WHERE id = ${cycleId}`,
+    );
+    expect(again!.checked).toBe(1);
   });
 
   it('falls back to the locked check when another check changed the place after its read', async () => {
