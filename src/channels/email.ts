@@ -146,7 +146,6 @@ export function createMailer(o: MailerOptions): Mailer {
   return {
     async send(to, n) {
       const { subject, text, html } = renderEmail(n);
-      const log = o.logger.child({ deliveryId: n.deliveryId });
       try {
         const info = await transport.sendMail({
           from,
@@ -158,12 +157,16 @@ export function createMailer(o: MailerOptions): Mailer {
           headers,
           signal: AbortSignal.timeout(sendTimeoutMs),
         });
-        log.debug({ response: info.response }, 'email sent');
+        o.logger.debug({ deliveryId: n.deliveryId, response: info.response }, 'email sent');
         return { messageId: info.messageId, response: info.response };
       } catch (err) {
         const failure = classifySmtpError(err);
-        log.debug(
-          { retryable: failure.retryable, responseCode: failure.responseCode },
+        o.logger.debug(
+          {
+            deliveryId: n.deliveryId,
+            retryable: failure.retryable,
+            responseCode: failure.responseCode,
+          },
           'email failed',
         );
         throw failure;

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Db } from '../db/client.js';
-import { queryRows } from '../db/client.js';
+import { queryPrepared, queryRows } from '../db/client.js';
 import { events, warnings } from '../db/schema.js';
 import {
   DEFAULT_DETECT_SETTINGS,
@@ -246,7 +246,7 @@ async function applyQuietCheck(
   const { cycleId, placeId, fetch, fetchStartedAt, now } = input;
   const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
   const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
-  const [place] = await queryRows<{
+  const [place] = await queryPrepared<{
     version: string;
     last_cycle_id: string | null;
     last_fetched_at: Date | null;
@@ -278,7 +278,7 @@ async function applyQuietCheck(
     seen = detected.seen;
   }
   // Bookkeeping only, so no wait for the WAL flush (as in the locked path below).
-  const [written] = await queryRows<{ n: number }>(
+  const [written] = await queryPrepared<{ n: number }>(
     ctx.db,
     sql`WITH place AS (
           UPDATE places SET last_cycle_id = ${cycleId},

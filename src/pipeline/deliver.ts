@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
 import { WebhookError } from '../channels/webhook.js';
-import { queryRows } from '../db/client.js';
+import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { Notification } from '../domain/render.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
@@ -171,7 +171,7 @@ export async function isJobLive(queues: Pick<Queues, 'deliver'>, jobId: string):
 
 /** Claims the due rows among `ids` for this attempt; rows sent, dead, not due or held elsewhere are left out. */
 async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<ClaimedRow[]> {
-  return queryRows<ClaimedRow>(
+  return queryPrepared<ClaimedRow>(
     ctx.db,
     sql`WITH claimed AS (
           UPDATE deliveries SET
@@ -263,7 +263,7 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
         // Twice the pool, so a connection finds its next message waiting when it frees up.
         email: new Semaphore(MAIL_POOL_CONNECTIONS * 2),
       },
-      sent: new SentRecorder(ctx.db),
+      sent: new SentRecorder({ execute: (query) => queryPrepared(ctx.db, query) }),
     };
     shared.set(ctx, s);
   }
