@@ -49,8 +49,8 @@ export interface ScenarioResult {
   events: Record<EventType, number>;
   expectedEvents: Record<EventType, number>;
   channels: Record<Channel, ChannelResult>;
-  /** All deliver jobs (both channels) per second, from the first to the last first attempt. */
-  deliverJobsPerSecond: number;
+  /** Deliveries of both channels per second, from the first to the last first attempt. */
+  deliveriesPerSecond: number;
   cpuSeconds: { workers: number[]; runner: number; postgres: number; redis: number };
   peakRssMb: number[];
   rowsWritten: { total: number; perSecond: number; byTable: TableStats };
@@ -251,7 +251,7 @@ export async function runScenario(
     events,
     expectedEvents: state.expectedEvents,
     channels,
-    deliverJobsPerSecond: deliverSpan > 0 ? allDeliveries / deliverSpan : 0,
+    deliveriesPerSecond: deliverSpan > 0 ? allDeliveries / deliverSpan : 0,
     cpuSeconds: {
       workers: cpuWorkers,
       runner: (runnerCpu.user + runnerCpu.system) / 1e6,
