@@ -11,6 +11,7 @@ import { loadConfig } from '../src/config.js';
 import { openPostgres } from '../src/db/client.js';
 import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/pipeline/runtime.js';
+import { deletePrefixKeys } from '../src/pipeline/queues.js';
 import { loadPlacesFromCsv, startSimulator } from '../src/simulator/index.js';
 import {
   FULL_SIZE,
@@ -96,15 +97,6 @@ async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): 
   };
 }
 
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
-}
-
 async function versions(stats: pg.Client, redis: Redis) {
   const { rows } = await stats.query<{ v: string }>(
     `SELECT current_setting('server_version') AS v`,
@@ -180,7 +172,7 @@ async function main(): Promise<number> {
       await runtime?.close();
       await stats.end().catch(() => undefined);
       await activity.end().catch(() => undefined);
-      await deleteKeys(redis, prefix);
+      await deletePrefixKeys(redis, prefix);
       redis.disconnect();
       await Promise.allSettled([sim.close(), receiver.close(), smtp.close()]);
       if (args.keep) say(`kept ${database.url}`);

@@ -12,6 +12,7 @@ import { createLogger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime } from '../pipeline/runtime.js';
+import { deletePrefixKeys } from '../pipeline/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';
 import { provideRedis, redactUrl } from './redis.js';
@@ -89,12 +90,7 @@ async function deleteKeys(url: string, prefix: string): Promise<void> {
   redis.on('error', () => undefined);
   try {
     await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deletePrefixKeys(redis, prefix);
   } finally {
     redis.disconnect();
   }

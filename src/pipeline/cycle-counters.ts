@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
+import { GroupCommit } from './group-commit.js';
 
 type Executor = Pick<Db, 'execute'>;
 
@@ -14,27 +15,21 @@ export interface CheckTally {
   now: Date;
 }
 
+/** One check as the cycle counts it. */
+export interface CheckCount {
+  cycleId: string;
+  fetchOk: boolean;
+  events: Record<EventType, number>;
+  deliveries: number;
+  now: Date;
+}
+
 /**
  * Counts checks on their cycle row; the check that completes the plan closes the cycle.
  * Every check of a cycle updates this one row, so callers keep the row lock short.
  */
-export async function countCheck(
-  db: Executor,
-  input: {
-    cycleId: string;
-    fetchOk: boolean;
-    events: Record<EventType, number>;
-    deliveries: number;
-    now: Date;
-  },
-): Promise<void> {
-  await countChecks(db, input.cycleId, {
-    checks: 1,
-    upstreamErrors: input.fetchOk ? 0 : 1,
-    events: input.events,
-    deliveries: input.deliveries,
-    now: input.now,
-  });
+export async function countCheck(db: Executor, check: CheckCount): Promise<void> {
+  for (const [cycleId, tally] of tallies([check])) await countChecks(db, cycleId, tally);
 }
 
 async function countChecks(
@@ -70,79 +65,52 @@ export function cycleCountUpdate(cycleId: string, t: CheckTally): SQL {
     WHERE id = ${cycleId}`;
 }
 
-interface PendingTally {
-  tally: CheckTally;
-  waiters: { resolve: () => void; reject: (err: unknown) => void }[];
+/** The checks of a batch summed per cycle. */
+function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
+  const byCycle = new Map<string, CheckTally>();
+  for (const c of checks) {
+    let t = byCycle.get(c.cycleId);
+    if (!t) {
+      t = {
+        checks: 0,
+        upstreamErrors: 0,
+        events: { new: 0, update: 0, cancel: 0, expired: 0 },
+        deliveries: 0,
+        now: c.now,
+      };
+      byCycle.set(c.cycleId, t);
+    }
+    t.checks += 1;
+    t.upstreamErrors += c.fetchOk ? 0 : 1;
+    for (const type of Object.keys(t.events) as EventType[]) t.events[type] += c.events[type];
+    t.deliveries += c.deliveries;
+    if (c.now > t.now) t.now = c.now;
+  }
+  return byCycle;
 }
 
 /**
- * Counts the checks of one process on their cycle rows, many per statement (a group commit, as
- * `SentRecorder` does for sent marks). A quiet cycle is thousands of checks that each changed
+ * Counts the checks of one process on their cycle rows, many per statement (a `GroupCommit`,
+ * as `SentRecorder` does for sent marks). A quiet cycle is thousands of checks that each changed
  * one number on the same row: one statement per check was a third of its Postgres
  * transactions, each queued on that row's lock. The statements run after the checks'
  * own commits and do not wait for their WAL flush: a process that dies first leaves checks
  * uncounted, and the sweeper closes such a cycle; no notification depends on these counters.
  */
 export class CycleCounter {
-  readonly #db: Executor;
-  #pending = new Map<string, PendingTally>();
-  #flushing = false;
+  readonly #counts: GroupCommit<CheckCount>;
 
   constructor(db: Executor) {
-    this.#db = db;
-  }
-
-  /** Resolves once this check is counted on its cycle row. */
-  count(input: {
-    cycleId: string;
-    fetchOk: boolean;
-    events: Record<EventType, number>;
-    deliveries: number;
-    now: Date;
-  }): Promise<void> {
-    return new Promise((resolve, reject) => {
-      let entry = this.#pending.get(input.cycleId);
-      if (!entry) {
-        entry = {
-          tally: {
-            checks: 0,
-            upstreamErrors: 0,
-            events: { new: 0, update: 0, cancel: 0, expired: 0 },
-            deliveries: 0,
-            now: input.now,
-          },
-          waiters: [],
-        };
-        this.#pending.set(input.cycleId, entry);
-      }
-      const t = entry.tally;
-      t.checks += 1;
-      t.upstreamErrors += input.fetchOk ? 0 : 1;
-      for (const type of Object.keys(t.events) as EventType[]) t.events[type] += input.events[type];
-      t.deliveries += input.deliveries;
-      if (input.now > t.now) t.now = input.now;
-      entry.waiters.push({ resolve, reject });
-      if (!this.#flushing) {
-        this.#flushing = true;
-        setImmediate(() => void this.#drain());
+    this.#counts = new GroupCommit(async (checks) => {
+      for (const [cycleId, tally] of tallies(checks)) {
+        await countChecks(db, cycleId, tally, { asyncCommit: true });
       }
     });
   }
 
-  async #drain(): Promise<void> {
-    while (this.#pending.size > 0) {
-      const batch = this.#pending;
-      this.#pending = new Map();
-      for (const [cycleId, { tally, waiters }] of batch) {
-        try {
-          await countChecks(this.#db, cycleId, tally, { asyncCommit: true });
-          for (const w of waiters) w.resolve();
-        } catch (err) {
-          for (const w of waiters) w.reject(err);
-        }
-      }
-    }
-    this.#flushing = false;
+  /** Resolves once this check is counted on its cycle row. */
+  count(check: CheckCount): Promise<void> {
+    return this.#counts.add(check);
   }
 }
 

@@ -46,6 +46,21 @@ export function createRedis(url: string): Redis {
  */
 const ATTEMPTS: Record<QueueName, number> = { poll: 2, check: 3, deliver: 3, sweep: 1 };
 
+/**
+ * Deletes every key under a BullMQ prefix (a demo's, a benchmark's or a test's), never touching
+ * another prefix on the same Redis. Returns how many keys went.
+ */
+export async function deletePrefixKeys(redis: Redis, prefix: string): Promise<number> {
+  let deleted = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.del(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}
+
 export function createQueues(connection: Redis, prefix: string): Queues {
   const make = (name: QueueName) =>
     new Queue(name, {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { deletePrefixKeys } from '../../src/pipeline/queues.js';
 import { ADMIN_URL } from '../support/db.js';
 import { report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
 import { expectNothingLostOrSplit } from './support/expect.js';
@@ -34,14 +35,7 @@ describe('Redis and Postgres failing under a running worker', () => {
     await waitUntil(async () => (await sentCount(r)) >= 20, 'first deliveries sent');
 
     // This test's prefix only: the Redis server is shared (never FLUSHALL).
-    const redis = r.redis();
-    let deleted = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${r.h.prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await redis.del(...keys);
-    } while (cursor !== '0');
+    const deleted = await deletePrefixKeys(r.redis(), r.h.prefix);
     const sentAtFlush = await sentCount(r);
 
     // The schedulers went with the keys: the worker must notice and poll again by itself.

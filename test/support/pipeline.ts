@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import { deletePrefixKeys } from '../../src/pipeline/queues.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
@@ -184,12 +185,7 @@ export async function startPipelineHarness(
       for (const r of runtimes) await r.close();
       const redis = new Redis(env.REDIS_URL!);
       try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length > 0) await redis.del(...keys);
-        } while (cursor !== '0');
+        await deletePrefixKeys(redis, prefix);
       } finally {
         redis.disconnect();
       }
