@@ -1,7 +1,5 @@
 import {
-  LEVELS,
   parseLevel,
-  type KnownLevel,
   type Level,
   type Warning,
   type WarningStatus,
@@ -122,19 +120,12 @@ export function normalizeStatus(value: string | null | undefined): WarningStatus
   return 'active';
 }
 
-// parseLevel looks names up in a plain object, so "__proto__" or "constructor" would come back
-// as inherited members; only a value on the scale counts.
-const knownLevel = (text: string | null | undefined): KnownLevel | undefined => {
-  const level = parseLevel(text);
-  return level !== undefined && (LEVELS as readonly string[]).includes(level) ? level : undefined;
-};
-
 /** `level` wins when it names a level; otherwise the colour; otherwise unknown. */
 export function levelFrom(
   level: string | null | undefined,
   color: string | null | undefined,
 ): Level {
-  return knownLevel(level) ?? knownLevel(color) ?? 'unknown';
+  return parseLevel(level) ?? parseLevel(color) ?? 'unknown';
 }
 
 /** Codes look like 1003 or the old 11B03; a name (暴雨, Rainstorm) has no digit in it. */
