@@ -15,7 +15,8 @@ export function registerSecret(value: string | undefined): void {
 }
 
 const URL_KEY_PARAM = /([?&](?:key|token|access_token|sig)=)[^&#\s"']*/gi;
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"':]+(?::[^/@\s"']*)?@/gi;
+// The user name may be empty: redis://:password@host is how Redis URLs carry a password.
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"':]*(?::[^/@\s"']*)?@/gi;
 
 /** Removes query keys and credentials from anything that looks like a URL, and known secrets. */
 export function scrub(text: string): string {
@@ -71,16 +72,17 @@ export function createLogger(level: string = 'info', destination?: DestinationSt
       base: { service: 'qwn' },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       formatters: {
+        // Runs before pino's serializers: errors are serialized (once) and scrubbed here.
         log: (object) => scrubDeep(object) as Record<string, unknown>,
       },
+      // pino's default `err` serializer would run on what formatters.log already serialized and
+      // name every error's type "Object".
+      serializers: { err: (err: unknown) => err },
       hooks: {
         logMethod(args, method) {
           const scrubbed = args.map((a) => (typeof a === 'string' ? scrub(a) : a));
           return method.apply(this, scrubbed as Parameters<typeof method>);
         },
-      },
-      serializers: {
-        err: (err: unknown) => scrubDeep(pino.stdSerializers.err(err as Error)),
       },
     },
     destination,

@@ -21,6 +21,9 @@ describe('logger redaction', () => {
     expect(scrub('smtp://user:pa55@mail.example.com:587')).toBe(
       'smtp://[redacted]@mail.example.com:587',
     );
+    expect(scrub('no Redis answers at redis://:s3cret-pw@10.0.0.5:6379/0')).toBe(
+      'no Redis answers at redis://[redacted]@10.0.0.5:6379/0',
+    );
   });
 
   it('scrubs registered secrets from messages, fields and errors', () => {
@@ -49,13 +52,15 @@ describe('logger output', () => {
     log.warn({ failure: new TypeError('bad payload') }, 'y');
     interface Line {
       at?: string;
-      err?: { message: string; stack: string };
+      err?: { message: string; stack: string; type: string };
       failure?: { message: string; type: string };
     }
     const [first, second] = lines.map((l) => JSON.parse(l) as Line);
     // pino's error serializer appends the causes' messages.
     expect(first!.err!.message).toBe('list call failed: socket hang up');
     expect(first!.err!.stack).toContain('list call failed');
+    // Serialized once: a second pass over the plain object would name its type "Object".
+    expect(first!.err!.type).toBe('Error');
     expect(first!.at).toBe('2026-07-01T08:00:00.000Z');
     expect(second!.failure!.message).toBe('bad payload');
     expect(second!.failure!.type).toBe('TypeError');

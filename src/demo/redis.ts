@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { scrub } from '../logger.js';
 
 /**
  * Redis for `qwn demo`: the configured one when it answers, else a `redis-server` started for
@@ -137,14 +138,9 @@ export async function provideRedis(
   } catch (err) {
     if (err instanceof RedisUnavailableError) {
       throw new RedisUnavailableError(
-        `no Redis answers at ${redactUrl(url)} and ${err.message}; ${NO_REDIS_HINT}`,
+        `no Redis answers at ${scrub(url)} and ${err.message}; ${NO_REDIS_HINT}`,
       );
     }
     throw err;
   }
-}
-
-/** A Redis URL may carry a password. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, '//[redacted]@');
 }

@@ -8,14 +8,14 @@ import { formatTable } from '../cli/table.js';
 import { loadConfig } from '../config.js';
 import { queryRows } from '../db/client.js';
 import { EVENT_TYPES, type EventType } from '../domain/detect.js';
-import { createLogger } from '../logger.js';
+import { createLogger, scrub } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { deletePrefixKeys } from '../pipeline/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';
-import { provideRedis, redactUrl } from './redis.js';
+import { provideRedis } from './redis.js';
 import { startSmtpSink } from './smtp-sink.js';
 import { UNWATCHED_PLACES, buildStoryline } from './storyline.js';
 import { DISPATCH_PATH, TYPHOON_DESK_PATH, demoSeedDocument } from './subscribers.js';
@@ -132,7 +132,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         `  redis       redis-server started for the demo on 127.0.0.1:${redis.spawned.port} (pid ${redis.spawned.pid}; stopped at the end)`,
       );
     } else {
-      print(`  redis       ${redactUrl(redis.url)} (queue prefix ${prefix}, removed at the end)`);
+      print(`  redis       ${scrub(redis.url)} (queue prefix ${prefix}, removed at the end)`);
       cleanups.push({ what: 'demo queue keys', run: () => deleteKeys(redis.url, prefix) });
     }
     checkAbort(signal);

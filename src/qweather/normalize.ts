@@ -1,9 +1,4 @@
-import {
-  parseLevel,
-  type Level,
-  type Warning,
-  type WarningStatus,
-} from '../domain/warning.js';
+import { parseLevel, type Level, type Warning, type WarningStatus } from '../domain/warning.js';
 import {
   placeSchema,
   v1AlertSchema,
