@@ -45,6 +45,14 @@ export const EVENT_TYPES: readonly EventType[] = Object.freeze([
   'expired',
 ]);
 
+/** A count per event type, all zero. */
+export const NO_EVENTS = (): Record<EventType, number> => ({
+  new: 0,
+  update: 0,
+  cancel: 0,
+  expired: 0,
+});
+
 export interface DetectedEvent {
   type: EventType;
   /** The notification key, together with the subscriber and the type. */

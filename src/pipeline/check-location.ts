@@ -6,6 +6,8 @@ import { events, warnings } from '../db/schema.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
+  NO_EVENTS,
+  type DetectSettings,
   type DetectedEvent,
   type EventType,
   type FetchOutcome,
@@ -14,7 +16,7 @@ import {
 import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
 import { parseLevel, type Warning } from '../domain/warning.js';
 import type { PipelineContext } from './context.js';
-import { countFailedCheck, cycleCountUpdate, CycleCounter } from './cycle-counters.js';
+import { countFailedCheck, cycleCounterFor, cycleCountUpdate } from './cycle-counters.js';
 import { enqueueFirstAttempts, planFirstAttempts, type Channel } from './deliver.js';
 
 export const CHECK_JOB = 'check';
@@ -211,17 +213,6 @@ async function writeEventsAndDeliveries(
   return insertDeliveries(tx, planFirstAttempts(rows, `${input.cycleId}_${input.placeId}`));
 }
 
-const cycleCounters = new WeakMap<PipelineContext, CycleCounter>();
-
-function cycleCounterFor(ctx: PipelineContext): CycleCounter {
-  let counter = cycleCounters.get(ctx);
-  if (!counter) {
-    counter = new CycleCounter(ctx.db);
-    cycleCounters.set(ctx, counter);
-  }
-  return counter;
-}
-
 /**
  * Most checks change nothing: the answer holds the warnings already stored, or the call failed.
  * Such a check reads the place and its tracked warnings in one statement, without a lock, and
@@ -241,10 +232,10 @@ async function applyQuietCheck(
     fetch: FetchOutcome;
     fetchStartedAt: Date;
     now: Date;
+    settings: DetectSettings;
   },
 ): Promise<CheckOutcome | null> {
-  const { cycleId, placeId, fetch, fetchStartedAt, now } = input;
-  const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
+  const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
   const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
   const [place] = await queryPrepared<{
     version: string;
@@ -351,13 +342,6 @@ export async function insertDeliveries(
   return created;
 }
 
-export const NO_EVENTS = (): Record<EventType, number> => ({
-  new: 0,
-  update: 0,
-  cancel: 0,
-  expired: 0,
-});
-
 /**
  * The check job: fetch the warnings of one place, detect what changed, and write warnings,
  * events and delivery rows in one transaction; enqueue the deliveries after the commit.
@@ -387,7 +371,14 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
 
   let created: CreatedDelivery[] = [];
   // A quiet check counts itself on its cycle row in the same statement.
-  const quiet = await applyQuietCheck(ctx, { cycleId, placeId, fetch, fetchStartedAt, now });
+  const quiet = await applyQuietCheck(ctx, {
+    cycleId,
+    placeId,
+    fetch,
+    fetchStartedAt,
+    now,
+    settings,
+  });
   const outcome =
     quiet ??
     (await ctx.db.transaction(async (tx) => {

@@ -5,6 +5,7 @@ import { events } from '../db/schema.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
+  NO_EVENTS,
   type DetectedEvent,
   type EventType,
   type FetchOutcome,
@@ -20,7 +21,6 @@ import {
 } from '../domain/points.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
-  NO_EVENTS,
   toFilter,
   toTracked,
   withoutRaw,
@@ -33,7 +33,7 @@ import {
   type NewDelivery,
 } from './check-location.js';
 import type { PipelineContext } from './context.js';
-import { countCheck, countFailedCheck } from './cycle-counters.js';
+import { countFailedCheck, cycleCounterFor } from './cycle-counters.js';
 import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
 
 /**
@@ -380,21 +380,23 @@ export async function runCheckPoint(
                             ELSE attributions END
       WHERE id = ${point.key}`);
     if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
-      // As in runCheck: v1 checks every point every cycle, and quiet checks would queue behind
-      // each other's WAL flushes on the cycle row. Losing such a commit in a database crash
-      // loses only bookkeeping; the next cycle checks again.
+      // As in runCheck: a check that wrote no events need not wait for its WAL flush. Losing
+      // such a commit in a database crash loses only bookkeeping; the next cycle checks again.
       await tx.execute(sql`SET LOCAL synchronous_commit = off`);
     }
-    // The cycle row is updated last so that its lock is held for the shortest time.
-    await countCheck(tx, {
-      cycleId,
-      fetchOk: fetch.ok,
-      events: result.events,
-      deliveries: result.deliveries,
-      now,
-    });
     return result;
   });
+  if (outcome.applied) {
+    // After the commit, as runCheck does: inside the transaction the cycle row's lock was held
+    // up to COMMIT, and v1 checks every watched point every cycle.
+    await cycleCounterFor(ctx).count({
+      cycleId,
+      fetchOk: fetch.ok,
+      events: outcome.events,
+      deliveries: outcome.deliveries,
+      now,
+    });
+  }
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
   await enqueueFirstAttempts(ctx.queues, created);

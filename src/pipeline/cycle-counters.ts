@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import type { EventType } from '../domain/detect.js';
+import { NO_EVENTS, type EventType } from '../domain/detect.js';
+import type { PipelineContext } from './context.js';
 import { GroupCommit } from './group-commit.js';
 
 type Executor = Pick<Db, 'execute'>;
@@ -25,23 +26,15 @@ export interface CheckCount {
 }
 
 /**
- * Counts checks on their cycle row; the check that completes the plan closes the cycle.
- * Every check of a cycle updates this one row, so callers keep the row lock short.
+ * Adds checks to their cycle row; the check that completes the plan closes the cycle. Every
+ * check of a cycle updates this one row, so the statement runs on its own, after the checks'
+ * commits, and does not wait for its WAL flush (set_config(…, true) applies to the statement's
+ * own transaction): the row's lock is held only while the server runs it.
  */
-export async function countCheck(db: Executor, check: CheckCount): Promise<void> {
-  for (const [cycleId, tally] of tallies([check])) await countChecks(db, cycleId, tally);
-}
-
-async function countChecks(
-  db: Executor,
-  cycleId: string,
-  t: CheckTally,
-  o: { asyncCommit?: boolean } = {},
-): Promise<void> {
-  const async = o.asyncCommit
-    ? sql` AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`
-    : sql``;
-  await db.execute(sql`${cycleCountUpdate(cycleId, t)}${async}`);
+async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promise<void> {
+  await db.execute(
+    sql`${cycleCountUpdate(cycleId, t)} AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`,
+  );
 }
 
 /**
@@ -74,7 +67,7 @@ function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
       t = {
         checks: 0,
         upstreamErrors: 0,
-        events: { new: 0, update: 0, cancel: 0, expired: 0 },
+        events: NO_EVENTS(),
         deliveries: 0,
         now: c.now,
       };
@@ -103,7 +96,7 @@ export class CycleCounter {
   constructor(db: Executor) {
     this.#counts = new GroupCommit(async (checks) => {
       for (const [cycleId, tally] of tallies(checks)) {
-        await countChecks(db, cycleId, tally, { asyncCommit: true });
+        await countChecks(db, cycleId, tally);
       }
     });
   }
@@ -112,6 +105,18 @@ export class CycleCounter {
   count(check: CheckCount): Promise<void> {
     return this.#counts.add(check);
   }
+}
+
+const cycleCounters = new WeakMap<PipelineContext, CycleCounter>();
+
+/** The process's counter: one per pipeline context, so its checks share statements. */
+export function cycleCounterFor(ctx: PipelineContext): CycleCounter {
+  let counter = cycleCounters.get(ctx);
+  if (!counter) {
+    counter = new CycleCounter(ctx.db);
+    cycleCounters.set(ctx, counter);
+  }
+  return counter;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
+import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
 import { enqueueDelivery, isJobLive } from './deliver.js';
 
@@ -11,8 +12,11 @@ export const sweepPayload = z.object({
   graceSeconds: z.number().min(0).max(3600).optional(),
 });
 
-/** Warning ids are valid at most 72 hours upstream; older rows can never match again. */
-const WARNING_RETENTION_HOURS = 72;
+/**
+ * Warning ids are valid at most 72 hours upstream; rows older than detection's reappear window
+ * can never match again. One constant, so that pruning never removes what detection reads.
+ */
+const WARNING_RETENTION_HOURS = DEFAULT_DETECT_SETTINGS.reappearWindowMs / 3_600_000;
 const DEFAULT_GRACE_SECONDS = 30;
 const BATCH = 5000;
 
