@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
-import { enqueueDelivery } from '../pipeline/deliver.js';
+import { ATTEMPT_UNDER_WAY, enqueueDelivery, inactiveReason } from '../pipeline/deliver.js';
 import { deliverJobId, type Queues } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -81,9 +81,7 @@ export async function redeliver(
       skipped.push({
         id: c.id,
         reason: 'subscriber-inactive',
-        detail: c.disabled_reason
-          ? `subscriber is disabled: ${c.disabled_reason}`
-          : 'subscriber is paused (active = false)',
+        detail: inactiveReason(c.disabled_reason),
       });
     } else if (c.in_flight) {
       skipped.push({ id: c.id, reason: 'in-flight', detail: 'an attempt is under way' });
@@ -164,8 +162,7 @@ export async function waitForAttempts(
       const [open] = await queryRows<{ n: number }>(
         db,
         sql`SELECT count(*)::int AS n FROM deliveries
-            WHERE id = ANY(${sql.param([...ids])}::uuid[]) AND status = 'pending'
-              AND (attempts = 0 OR claimed_until >= now())`,
+            WHERE id = ANY(${sql.param([...ids])}::uuid[]) AND ${ATTEMPT_UNDER_WAY}`,
       );
       if ((open?.n ?? 0) === 0) break;
       if (Date.now() >= deadline) {

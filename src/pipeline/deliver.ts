@@ -34,6 +34,12 @@ export type Channel = 'email' | 'webhook';
 export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, email: 10 };
 
 /**
+ * Rows whose attempt is still owed or under way: pending and never tried, or claimed right now.
+ * A pending row whose claim ran out (a crashed sender) belongs to the sweeper, not to a wait.
+ */
+export const ATTEMPT_UNDER_WAY = sql`status = 'pending' AND (attempts = 0 OR claimed_until > now())`;
+
+/**
  * How long a sender holds a row. Longer than any single send (SMTP and webhook timeouts are
  * well under a minute), so only a crashed sender's claim ever runs out.
  */
@@ -314,6 +320,13 @@ export async function runDeliver(
   return result;
 }
 
+/** Why nothing goes to an inactive subscriber: disabled (410 Gone, …) or paused by an admin. */
+export function inactiveReason(disabledReason: string | null): string {
+  return disabledReason
+    ? `subscriber is disabled: ${disabledReason}`
+    : 'subscriber is paused (active = false)';
+}
+
 /** One row: send within the channel's slots, then record the outcome. */
 async function attempt(
   ctx: PipelineContext,
@@ -323,10 +336,9 @@ async function attempt(
   claimedAt: number,
 ): Promise<DeliverOutcome> {
   if (!row.active) {
-    const why = row.disabled_reason ? `subscriber is disabled: ${row.disabled_reason}` : null;
     return recordFailure(ctx, log, row, {
       retryable: false,
-      message: why ?? 'subscriber is paused (active = false)',
+      message: inactiveReason(row.disabled_reason),
     });
   }
   const sent = await s.slots[row.channel].run(async (): Promise<Failure | 'sent' | 'late'> => {

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
+import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { startWorkers } from './workers.js';
 
@@ -81,11 +82,8 @@ export async function runCycleOnce(
         async () => {
           const [row] = await queryRows<{ n: number }>(
             ctx.db,
-            // A row still pending has not had its first attempt, or one is under way (claimed);
-            // a pending row whose claim ran out belongs to the sweeper, not to this wait.
             sql`SELECT count(*)::int AS n FROM deliveries
-                WHERE cycle_id = ${cycleId} AND status = 'pending'
-                  AND (attempts = 0 OR claimed_until > now())`,
+                WHERE cycle_id = ${cycleId} AND ${ATTEMPT_UNDER_WAY}`,
           );
           return (row?.n ?? 0) === 0;
         },
