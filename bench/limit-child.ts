@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { Agent } from 'undici';
+import { MAIL_POOL_CONNECTIONS } from '../src/channels/email.js';
 import { renderEmail, webhookPayload } from '../src/domain/render.js';
 import { webhookSecretFor } from './data.js';
 import { sampleNotification } from './sample.js';
@@ -104,7 +105,11 @@ async function runUndici(t: Extract<LimitTask, { kind: 'undici' }>): Promise<Lim
 
 async function runSmtp(t: Extract<LimitTask, { kind: 'smtp' }>): Promise<LimitResult> {
   // The same pool shape as the pipeline's mailer (src/channels/email.ts).
-  const transport = nodemailer.createTransport({ url: t.url, pool: true, maxConnections: 5 });
+  const transport = nodemailer.createTransport({
+    url: t.url,
+    pool: true,
+    maxConnections: MAIL_POOL_CONNECTIONS,
+  });
   const { subject, text, html } = renderEmail(sampleNotification(randomUUID()));
   process.send?.({ type: 'ready' });
   await waitFor('go');

@@ -11,6 +11,7 @@ import type { PipelineContext } from '../src/pipeline/context.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';
 import type { BenchData, ScenarioState } from './data.js';
+import type { Channel } from '../src/pipeline/deliver.js';
 import { cpuSeconds, sampleMemory } from './procs.js';
 import type { BenchReceiver, BenchSmtp } from './sinks.js';
 import {
@@ -25,7 +26,6 @@ import {
 } from './stats.js';
 
 export type ScenarioName = 'storm' | 'escalation' | 'quiet';
-export type Channel = 'webhook' | 'email';
 
 export interface ChannelResult {
   deliveries: number;

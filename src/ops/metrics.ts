@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { EVENT_TYPES } from '../domain/detect.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { queryRows, type Db } from '../db/client.js';
 import type { Logger } from '../logger.js';
@@ -27,10 +28,9 @@ import { withTimeout } from './with-timeout.js';
  * process that reports it: summing `qwn_cycles_total` over all workers counts every cycle once.
  */
 
-export const EVENT_TYPES = ['new', 'update', 'cancel', 'expired'] as const;
-export const DELIVERY_OUTCOMES = ['sent', 'retrying', 'dead'] as const;
-export const CHANNELS = ['email', 'webhook'] as const;
-export const CYCLE_STATUSES = ['done', 'failed'] as const;
+const DELIVERY_OUTCOMES = ['sent', 'retrying', 'dead'] as const;
+const CHANNELS = ['email', 'webhook'] as const;
+const CYCLE_STATUSES = ['done', 'failed'] as const;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
 
 /** Seconds to an hour: a cycle is one list call plus rate-limited checks. */
