@@ -8,6 +8,7 @@ import { runSweep } from '../../src/pipeline/sweep.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import { waitUntil } from '../support/wait.js';
 
 const PLACES = [
   ['101210101', '杭州'],
@@ -15,14 +16,6 @@ const PLACES = [
   ['101280101', '广州'],
   ['101280601', '深圳'],
 ] as const;
-
-async function waitUntil(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(100);
-  }
-}
 
 /** One notification per (subscriber, warning id, event type), however many processes run. */
 describe('concurrency and lost jobs', () => {
@@ -78,6 +71,9 @@ describe('concurrency and lost jobs', () => {
     }
     await waitUntil(
       async () => (await h.deliveries()).filter((r) => r.status === 'sent').length === OWED,
+      'every owed delivery sent',
+      30_000,
+      100,
     );
     const started = h.sim.requests().byOperation.warningList;
     await sleep(6_500);
@@ -132,7 +128,12 @@ describe('concurrency and lost jobs', () => {
     expect(sweep.requeued).toBe(OWED);
     const workers = startWorkers(runtime.ctx, runtime.redis, ['deliver']);
     try {
-      await waitUntil(async () => (await h.deliveries()).every((r) => r.status === 'sent'));
+      await waitUntil(
+        async () => (await h.deliveries()).every((r) => r.status === 'sent'),
+        'every delivery sent',
+        30_000,
+        100,
+      );
     } finally {
       await workers.close();
     }
@@ -148,7 +149,12 @@ describe('concurrency and lost jobs', () => {
     if (!poll.ok) throw new Error('list call failed');
     const workers = startWorkers(runtime.ctx, runtime.redis, ['check']);
     try {
-      await waitUntil(async () => (await h.deliveries()).length === OWED);
+      await waitUntil(
+        async () => (await h.deliveries()).length === OWED,
+        'every owed delivery created',
+        30_000,
+        100,
+      );
     } finally {
       await workers.close();
     }
@@ -157,7 +163,12 @@ describe('concurrency and lost jobs', () => {
     expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(OWED);
     const deliverers = startWorkers(runtime.ctx, runtime.redis, ['deliver']);
     try {
-      await waitUntil(async () => (await h.deliveries()).every((r) => r.status === 'sent'));
+      await waitUntil(
+        async () => (await h.deliveries()).every((r) => r.status === 'sent'),
+        'every delivery sent',
+        30_000,
+        100,
+      );
     } finally {
       await deliverers.close();
     }

@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { queryRows } from '../../../src/db/client.js';
 import type { Runtime } from '../../../src/pipeline/runtime.js';
 import { runSweep } from '../../../src/pipeline/sweep.js';
+import { waitUntil } from '../../support/wait.js';
 import type { ScriptedResponse } from '../../support/webhook-receiver.js';
 import { startPipelineHarness, TEST_SECRET, type PipelineHarness } from '../../support/pipeline.js';
 import {
@@ -16,6 +17,8 @@ import {
   type StormOptions,
   type StormPlan,
 } from './storm.js';
+
+export { waitUntil } from '../../support/wait.js';
 
 /**
  * The fault harness: a storm (test/faults/support/storm.ts) on real parts — `qwn worker` child
@@ -106,19 +109,6 @@ export interface FaultRun {
   /** A Redis connection for fault injection (closed with the run). */
   redis(): Redis;
   close(): Promise<void>;
-}
-
-export async function waitUntil(
-  check: () => Promise<boolean> | boolean,
-  what: string,
-  timeoutMs = 60_000,
-  everyMs = 200,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 function spawnWorker(name: string, env: Record<string, string>): WorkerProcess {
