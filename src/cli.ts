@@ -1,4 +1,4 @@
-import { ConfigError } from './config.js';
+import { ConfigError, MissingSettingError } from './config.js';
 import { scrub } from './logger.js';
 import { UsageError, type CommandModule } from './cli/command.js';
 
@@ -53,7 +53,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     return await mod.run(rest);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof MissingSettingError) {
       console.error(`qwn ${name}: ${err.message}`);
       return 2;
     }

@@ -96,6 +96,14 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
+/**
+ * A setting this command needs is absent (valid as configuration, since other commands do
+ * without it). The CLI reports it like a usage mistake: one line, exit code 2.
+ */
+export class MissingSettingError extends Error {
+  override name = 'MissingSettingError';
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
     super(problems.join('\n'));

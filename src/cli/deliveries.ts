@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import {
   cutShort,
   DEFAULT_LIST_LIMIT,
@@ -10,7 +9,7 @@ import {
 } from '../admin/deliveries.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
-import { UsageError } from './command.js';
+import { parseCommandLine, UsageError } from './command.js';
 import { formatTable, type Column } from './table.js';
 
 const USAGE =
@@ -86,23 +85,17 @@ export function deliveriesJson(rows: readonly DeliveryListing[]): string {
 
 /** `qwn deliveries`: the delivery ledger, newest first (INTERFACE §1). */
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        status: { type: 'string' },
-        subscriber: { type: 'string' },
-        since: { type: 'string' },
-        limit: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
-  }
+  const { values } = parseCommandLine(
+    argv,
+    {
+      status: { type: 'string' },
+      subscriber: { type: 'string' },
+      since: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'deliveries',
+  );
   if (values.help) {
     console.log(USAGE);
     return 0;

@@ -1,11 +1,10 @@
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { readEnvironment } from '../config.js';
 import { DemoDatabaseError } from '../demo/database.js';
 import { RedisUnavailableError } from '../demo/redis.js';
 import { DemoFailedError, DemoInterruptedError, runDemo } from '../demo/run.js';
 import { scrub } from '../logger.js';
-import { UsageError } from './command.js';
+import { parseCommandLine } from './command.js';
 
 const USAGE = 'usage: qwn demo [--mail-dir DIR]';
 
@@ -40,16 +39,7 @@ function timestamp(now: Date): string {
  * to its end, 1 when something it needs is missing or a cycle failed, 130 on SIGINT.
  */
 export async function run(argv: string[]): Promise<number> {
-  let values: { 'mail-dir'?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { 'mail-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
-  }
+  const { values } = parseCommandLine(argv, { 'mail-dir': { type: 'string' } }, 'demo');
   if (values.help) {
     console.log(HELP);
     return 0;

@@ -1,11 +1,6 @@
 import { UsageError } from './command.js';
-import {
-  numberOption,
-  parseCommandLine,
-  printPlaces,
-  stringOption,
-  withClient,
-} from './qweather-command.js';
+import { numberOption, printPlaces, stringOption, withClient } from './qweather-command.js';
+import { parseCommandLine } from './command.js';
 
 const USAGE =
   'usage: qwn lookup <text|Location ID|lon,lat|ADCode> [--adm A] [--range cn] [--number N] [--lang L] [--json]';
@@ -22,6 +17,7 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
     },
     'lookup',
+    { positionals: true },
   );
   if (values.help) {
     console.log(USAGE);

@@ -2,11 +2,11 @@ import { UsageError } from './command.js';
 import {
   POI_COLUMNS,
   numberOption,
-  parseCommandLine,
   printPlaces,
   stringOption,
   withClient,
 } from './qweather-command.js';
+import { parseCommandLine } from './command.js';
 
 const USAGE = [
   'usage: qwn poi <text> [--type scenic] [--city C] [--number N] [--lang L] [--json]',
@@ -27,6 +27,7 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
     },
     'poi',
+    { positionals: true },
   );
   if (values.help) {
     console.log(USAGE);

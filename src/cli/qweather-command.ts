@@ -1,4 +1,3 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig, readEnvironment, type Config } from '../config.js';
 import { createLogger } from '../logger.js';
@@ -9,23 +8,6 @@ import { UsageError } from './command.js';
 import { formatTable, type Column } from './table.js';
 
 /** What the upstream-facing commands (lookup, top, poi, warnings) share. */
-
-type Options = NonNullable<ParseArgsConfig['options']>;
-
-/** node:util parseArgs, with its mistakes turned into one-line usage errors. */
-export function parseCommandLine<O extends Options>(argv: string[], options: O, command: string) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: { ...options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    throw new UsageError(`${message} (see qwn ${command} --help)`);
-  }
-}
 
 /** "--number 5" → 5; anything else becomes NaN, which the client's check then names. */
 export function numberOption(value: string | boolean | undefined): number | undefined {

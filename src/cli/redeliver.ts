@@ -1,12 +1,11 @@
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { cutShort, type DeliveryListing } from '../admin/deliveries.js';
 import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { createLogger } from '../logger.js';
-import { MissingSettingError, createRuntime } from '../pipeline/runtime.js';
+import { createRuntime } from '../pipeline/runtime.js';
 import { startWorkers } from '../pipeline/workers.js';
-import { UsageError } from './command.js';
+import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
 import { parseSince, parseStatus, shortTime } from './deliveries.js';
 import { formatTable, type Column } from './table.js';
 
@@ -29,24 +28,17 @@ const OUTCOME_COLUMNS: readonly Column<DeliveryListing>[] = [
 ];
 
 function parse(argv: string[]) {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        since: { type: 'string' },
-        status: { type: 'string' },
-        'enqueue-only': { type: 'boolean' },
-        'timeout-seconds': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    });
-  } catch (err) {
-    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandLine(
+    argv,
+    {
+      since: { type: 'string' },
+      status: { type: 'string' },
+      'enqueue-only': { type: 'boolean' },
+      'timeout-seconds': { type: 'string' },
+    },
+    'redeliver',
+    { positionals: true },
+  );
   if (values.help) return { help: true as const };
   let selection: RedeliverSelection;
   if (values.since !== undefined) {
@@ -59,15 +51,15 @@ function parse(argv: string[]) {
     if (positionals.length === 0) throw new UsageError(`a delivery id or --since is required`);
     selection = { ids: positionals.map((id) => id.trim()) };
   }
-  const timeoutSeconds = Number(values['timeout-seconds'] ?? DEFAULT_TIMEOUT_SECONDS);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
-    throw new UsageError('--timeout-seconds must be a positive number');
-  }
   return {
     help: false as const,
     selection,
     enqueueOnly: values['enqueue-only'] === true,
-    timeoutMs: timeoutSeconds * 1000,
+    timeoutMs: positiveSecondsOption(
+      values['timeout-seconds'],
+      DEFAULT_TIMEOUT_SECONDS,
+      '--timeout-seconds',
+    ),
   };
 }
 
@@ -87,13 +79,7 @@ export async function run(argv: string[]): Promise<number> {
   // stdout is the outcome; the pipeline's own log lines are for debugging only.
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   const logger = createLogger(verbose ? config.logLevel : 'error', pino.destination(2));
-  let runtime;
-  try {
-    runtime = createRuntime(config, logger, { upstream: 'none' });
-  } catch (err) {
-    if (err instanceof MissingSettingError) throw new UsageError(err.message);
-    throw err;
-  }
+  const runtime = createRuntime(config, logger, { upstream: 'none' });
   // Workers first, so the jobs enqueued below are taken at once.
   const workers = options.enqueueOnly
     ? undefined

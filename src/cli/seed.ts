@@ -1,26 +1,25 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { createLogger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
-import { UsageError } from './command.js';
+import { parseCommandLine, UsageError } from './command.js';
 
 const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run]';
 
 /** `qwn seed <file> [--dry-run]` (INTERFACE §1, §3): exit 0 when applied, 1 on any problem. */
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: { 'dry-run': { type: 'boolean', default: false } },
-    });
-  } catch (err) {
-    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+  const parsed = parseCommandLine(
+    argv,
+    { 'dry-run': { type: 'boolean', default: false } },
+    'seed',
+    { positionals: true },
+  );
+  if (parsed.values.help) {
+    console.log(USAGE);
+    return 0;
   }
   const [file, ...extra] = parsed.positionals;
   if (file === undefined || extra.length > 0) throw new UsageError(USAGE);

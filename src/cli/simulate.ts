@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig, readEnvironment } from '../config.js';
@@ -10,31 +9,25 @@ import {
   SimulatorInputError,
   type Scenario,
 } from '../simulator/index.js';
-import { UsageError } from './command.js';
+import { parseCommandLine, UsageError } from './command.js';
 
 const USAGE =
   'usage: qwn simulate [--port P] [--host H] [--scenario FILE] [--places DIR] [--key K] [--jwt-public-key PEM_FILE]';
 
 /** `qwn simulate`: the built-in QWeather simulator in the foreground until SIGINT/SIGTERM. */
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        scenario: { type: 'string' },
-        places: { type: 'string' },
-        key: { type: 'string' },
-        'jwt-public-key': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    throw new UsageError(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
-  }
+  const { values } = parseCommandLine(
+    argv,
+    {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      scenario: { type: 'string' },
+      places: { type: 'string' },
+      key: { type: 'string' },
+      'jwt-public-key': { type: 'string' },
+    },
+    'simulate',
+  );
   if (values.help) {
     console.log(USAGE);
     return 0;

@@ -1,11 +1,6 @@
 import { UsageError } from './command.js';
-import {
-  numberOption,
-  parseCommandLine,
-  printPlaces,
-  stringOption,
-  withClient,
-} from './qweather-command.js';
+import { numberOption, printPlaces, stringOption, withClient } from './qweather-command.js';
+import { parseCommandLine } from './command.js';
 
 const USAGE = 'usage: qwn top [--range world|cn|…] [--number N] [--lang L] [--json]';
 
@@ -20,6 +15,7 @@ export async function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
     },
     'top',
+    { positionals: true },
   );
   if (values.help) {
     console.log(USAGE);

@@ -2,7 +2,8 @@ import type { Warning } from '../domain/warning.js';
 import type { QWeatherClient } from '../qweather/client.js';
 import { parseCoordinates } from '../qweather/params.js';
 import { UsageError } from './command.js';
-import { parseCommandLine, stringOption, withClient } from './qweather-command.js';
+import { stringOption, withClient } from './qweather-command.js';
+import { parseCommandLine } from './command.js';
 
 const USAGE = 'usage: qwn warnings <Location ID|lon,lat> [--lang L] [--json]';
 
@@ -19,6 +20,7 @@ export async function run(argv: string[]): Promise<number> {
     argv,
     { lang: { type: 'string' }, json: { type: 'boolean' } },
     'warnings',
+    { positionals: true },
   );
   if (values.help) {
     console.log(USAGE);

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { loadConfig, readEnvironment } from '../config.js';
 import { createLogger } from '../logger.js';
 import { probeHealth } from '../ops/health.js';
@@ -6,7 +5,7 @@ import { startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
-import { MissingSettingError, createRuntime, type Runtime } from '../pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import {
   ensureRecurring,
   scheduleRecurring,
@@ -26,11 +25,7 @@ const CLOSE_MARGIN_MS = 10_000;
 const SCHEDULER_CHECK_MS = 10_000;
 
 export async function run(argv: string[]): Promise<number> {
-  try {
-    parseArgs({ args: argv, options: {}, strict: true });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  if (argv.length > 0) throw new UsageError(`takes no arguments (got "${argv.join(' ')}")`);
   const config = loadConfig(readEnvironment());
   const logger = createLogger(config.logLevel);
   const startedAt = new Date();
@@ -38,22 +33,16 @@ export async function run(argv: string[]): Promise<number> {
   // Held back calls and health both read what the upstream last answered.
   const upstream = new UpstreamMonitor();
   // `metrics` is built on the runtime's connections below; no job runs before that.
-  let runtime: Runtime;
-  try {
-    runtime = createRuntime(config, logger, {
-      onUpstreamResult: (operation, error) => {
-        upstream.record(operation, error);
-        metrics.upstreamCall(operation, error);
-      },
-      metrics: {
-        jobCompleted: (queue, payload, result) => metrics.jobCompleted(queue, payload, result),
-      },
-      upstreamGate: upstream,
-    });
-  } catch (err) {
-    if (err instanceof MissingSettingError) throw new UsageError(err.message);
-    throw err;
-  }
+  const runtime: Runtime = createRuntime(config, logger, {
+    onUpstreamResult: (operation, error) => {
+      upstream.record(operation, error);
+      metrics.upstreamCall(operation, error);
+    },
+    metrics: {
+      jobCompleted: (queue, payload, result) => metrics.jobCompleted(queue, payload, result),
+    },
+    upstreamGate: upstream,
+  });
   const { ctx, redis } = runtime;
   const metrics = new OpsMetrics({
     logger,

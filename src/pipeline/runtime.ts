@@ -1,6 +1,6 @@
 import { createMailer } from '../channels/email.js';
 import { createWebhookSender } from '../channels/webhook.js';
-import type { Config } from '../config.js';
+import { MissingSettingError, type Config } from '../config.js';
 import { openPostgres, type Database } from '../db/client.js';
 import { registerSecret, type Logger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
@@ -13,10 +13,6 @@ export interface Runtime {
   readonly redis: Redis;
   readonly database: Database;
   close(): Promise<void>;
-}
-
-export class MissingSettingError extends Error {
-  override name = 'MissingSettingError';
 }
 
 /** The upstream of a runtime built for delivering only: any call is a configuration mistake. */
