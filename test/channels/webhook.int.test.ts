@@ -1,5 +1,4 @@
 import type dns from 'node:dns';
-import { createServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -10,6 +9,7 @@ import {
 } from '../../src/channels/webhook.js';
 import { webhookPayload } from '../../src/domain/render.js';
 import { createLogger } from '../../src/logger.js';
+import { closedPort } from '../support/net.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { WEBHOOK_SECRET, sampleNotification } from './fixtures.js';
 
@@ -38,16 +38,6 @@ async function failure(promise: Promise<unknown>): Promise<WebhookError> {
     return err as WebhookError;
   }
   throw new Error('expected the send to fail');
-}
-
-/** A port on 127.0.0.1 that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 beforeAll(async () => {

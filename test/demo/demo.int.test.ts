@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedPort } from '../support/net.js';
 
 /**
  * `qwn demo` as a user runs it: a child process in an empty folder, no DATABASE_URL (PGlite),
@@ -63,15 +64,6 @@ function portAnswers(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolvePromise(false));
   });
-}
-
-/** A port nothing listens on: bound, read, released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
 }
 
 function alive(pid: number): boolean {

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { expectNothingLostOrSplit } from './support/expect.js';
-import { freePort, report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
+import { closedPort, report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
 import type { Owed } from './support/storm.js';
 
 /**
@@ -87,7 +87,7 @@ describe('receivers failing', () => {
       Array.from({ length: owedTo(gone).length }, () => ({ status: 410 })),
     );
     // Down: nothing listens on its port until it comes back below.
-    const downUrl = `http://127.0.0.1:${await freePort()}${down}`;
+    const downUrl = `http://127.0.0.1:${await closedPort()}${down}`;
     await r.h.database.db.execute(
       sql`UPDATE subscribers SET webhook_url = ${downUrl} WHERE name = ${down}`,
     );

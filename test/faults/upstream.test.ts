@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import type { FaultAction } from '../../src/simulator/index.js';
 import { expectNothingLostOrSplit } from './support/expect.js';
-import { freePort, report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
+import { closedPort, report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
 
 /**
  * The upstream fails in every way QWeather has been seen to fail. A failed call is never read
@@ -102,7 +102,7 @@ describe('upstream failures', () => {
     it(`${name}: the upstream is not hammered, health says why, nothing ends`, async () => {
       const seed = 7251 + index;
       process.stdout.write(`seed ${seed}\n`);
-      const port = await freePort();
+      const port = await closedPort();
       run = await startFaultRun(seed, { ...STORM, env: { HTTP_PORT: String(port) } });
       const r = run;
       r.showPhase(0);

@@ -23,6 +23,7 @@ import {
   TimeoutError,
   UpstreamServerError,
 } from '../../src/qweather/errors.js';
+import { closedPort } from '../support/net.js';
 import {
   cityLookupBody,
   poiBody,
@@ -350,10 +351,7 @@ describe('errors and retries', () => {
   });
 
   it('a refused connection is a NetworkError', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const port = await closedPort();
     const error = await failure(
       client({ apiUrl: `http://127.0.0.1:${port}`, maxAttempts: 1 }).warningList({ range: 'cn' }),
     );

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
@@ -18,6 +17,7 @@ import {
   type StormPlan,
 } from './storm.js';
 
+export { closedPort } from '../../support/net.js';
 export { waitUntil } from '../../support/wait.js';
 
 /**
@@ -397,16 +397,4 @@ export function report(fault: string, outcome: Outcome, extra: Record<string, un
     ...extra,
   };
   process.stdout.write(`FAULT-REPORT ${JSON.stringify(line)}\n`);
-}
-
-/** A port nothing listens on right now (for a receiver that is down, or the worker's HTTP). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
