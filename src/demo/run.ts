@@ -78,12 +78,8 @@ const TUNABLE = [
 
 const SIMULATOR_KEY = 'qwn-demo-key';
 
-const EVENT_LABEL: Record<EventType, string> = {
-  new: 'new',
-  update: 'update',
-  cancel: 'cancel',
-  expired: 'expired',
-};
+/** The webhook paths' column in the story's output. */
+const PATH_WIDTH = Math.max(DISPATCH_PATH.length, TYPHOON_DESK_PATH.length);
 
 async function deleteKeys(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
@@ -261,16 +257,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       );
       if (events.length === 0) print('      no change');
       for (const e of events) {
-        print(`      detected  ${EVENT_LABEL[e.type].padEnd(8)} ${e.place}  ${e.title}`);
+        print(`      detected  ${e.type.padEnd(8)} ${e.place}  ${e.title}`);
       }
       for (const mail of smtp.messages.slice(mailsBefore)) {
         print(`      email     ${mail.envelope.to.join(', ')}  ${mail.subject ?? '(no subject)'}`);
       }
-      const pathWidth = Math.max(DISPATCH_PATH.length, TYPHOON_DESK_PATH.length);
       for (const request of hooks.requests.slice(hooksBefore)) {
         const body = describeWebhook(request.json);
         print(
-          `      webhook   ${request.path.padEnd(pathWidth)}  ${body}  ${request.verified ? 'signature verified' : `SIGNATURE NOT VERIFIED (${request.verifyError ?? 'unknown'})`}`,
+          `      webhook   ${request.path.padEnd(PATH_WIDTH)}  ${body}  ${request.verified ? 'signature verified' : `SIGNATURE NOT VERIFIED (${request.verifyError ?? 'unknown'})`}`,
         );
       }
       const byChannel = await queryRows<DeliveryCount>(

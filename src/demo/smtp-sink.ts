@@ -32,11 +32,6 @@ export interface SmtpReply {
 export interface SmtpSinkOptions<M extends ReceivedMail = ReceivedMail> {
   /** Write every accepted message as `<n>-<message id>.eml` into this folder. */
   saveDir?: string;
-  /** Only this host; defaults to 127.0.0.1. */
-  host?: string;
-  port?: number;
-  /** Called for every accepted message (the demo prints a line). */
-  onMessage?: (mail: M) => void;
   /** Adds to every accepted message before it is kept (tests attach a full parse). */
   enrich?: (mail: ReceivedMail) => Promise<M>;
 }
@@ -183,7 +178,6 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
       mail.file = file;
     }
     messages.push(mail);
-    options.onMessage?.(mail);
     for (const wake of waiters) wake();
   }
 
@@ -192,7 +186,7 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
   server.on('error', () => undefined);
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+    server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.server.address() as AddressInfo).port;
 

@@ -42,12 +42,6 @@ export interface WebhookReceiverOptions {
   secret?: string;
   /** Secrets per path (path without the query). */
   secrets?: Record<string, string>;
-  /** What every request gets when its path has no script left. Default `{ status: 200 }`. */
-  fallback?: ScriptedResponse;
-  host?: string;
-  port?: number;
-  /** Called for every request recorded (the demo prints a line). */
-  onRequest?: (request: ReceivedRequest) => void;
 }
 
 export interface WebhookReceiver {
@@ -60,7 +54,7 @@ export interface WebhookReceiver {
   readonly requests: readonly ReceivedRequest[];
   /** The requests to one path (query ignored). */
   requestsTo(path: string): ReceivedRequest[];
-  /** Answer the next requests to `path` with these responses, in order; then the fallback. */
+  /** Answer the next requests to `path` with these responses, in order; then 200. */
   script(path: string, responses: readonly ScriptedResponse[]): void;
   /** Verify requests to `path` with this secret. */
   setSecret(path: string, secret: string): void;
@@ -152,10 +146,9 @@ export async function startWebhookReceiver(
         receivedAt: new Date(),
       };
       requests.push(record);
-      options.onRequest?.(record);
       for (const wake of waiters) wake();
 
-      const response = scripts.get(pathOnly(path))?.shift() ?? options.fallback ?? {};
+      const response = scripts.get(pathOnly(path))?.shift() ?? {};
       if (response.delayMs) {
         const timer = setTimeout(() => {
           pendingTimers.delete(timer);
@@ -170,7 +163,7 @@ export async function startWebhookReceiver(
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+    server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   const origin = `http://127.0.0.1:${port}`;
