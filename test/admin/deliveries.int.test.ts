@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
@@ -8,8 +6,6 @@ import type { Runtime } from '../../src/pipeline/runtime.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
-
-const exec = promisify(execFile);
 
 /**
  * `qwn deliveries` and `qwn redeliver` as child processes against a ledger the real pipeline
@@ -32,18 +28,8 @@ describe('qwn deliveries and qwn redeliver', () => {
   let mailId: string;
   let goneId: string;
 
-  async function qwn(...args: string[]) {
-    return exec('node', ['bin/qwn.js', ...args], {
-      env: { ...process.env, ...h.env },
-      timeout: 60_000,
-    }).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({
-        code: e.code,
-        stdout: e.stdout,
-        stderr: e.stderr,
-      }),
-    );
+  function qwn(...args: string[]) {
+    return h.qwn(args, {}, 60_000);
   }
 
   async function ledger(id: string): Promise<Ledger> {

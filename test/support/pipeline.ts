@@ -30,14 +30,17 @@ export interface DeliveryRow {
   last_error: string | null;
 }
 
-export interface PollResult {
+export interface QwnResult {
   code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface PollResult extends QwnResult {
   summary: Record<string, unknown> & {
     events: Record<string, number>;
     deliveries: Record<string, number>;
   };
-  stdout: string;
-  stderr: string;
 }
 
 /**
@@ -67,6 +70,8 @@ export interface PipelineHarness {
     filter?: { minLevel?: string; types?: string[]; events?: string[] },
   ): Promise<string>;
   deliveries(): Promise<DeliveryRow[]>;
+  /** `qwn <args>` as a child process on the harness environment; a failed exit is not thrown. */
+  qwn(args: string[], extraEnv?: Record<string, string>, timeoutMs?: number): Promise<QwnResult>;
   pollOnce(extraEnv?: Record<string, string>): Promise<PollResult>;
   close(): Promise<void>;
 }
@@ -109,6 +114,19 @@ export async function startPipelineHarness(
                 ${sql.param(filter.types ?? null)}, ${sql.param(filter.events ?? null)})`);
     }
   };
+
+  const qwn: PipelineHarness['qwn'] = (args, extraEnv = {}, timeoutMs = 120_000) =>
+    exec('node', ['bin/qwn.js', ...args], {
+      env: { ...process.env, ...env, ...extraEnv },
+      timeout: timeoutMs,
+    }).then(
+      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => ({
+        code: e.code,
+        stdout: e.stdout,
+        stderr: e.stderr,
+      }),
+    );
 
   return {
     database,
@@ -158,18 +176,9 @@ export async function startPipelineHarness(
             ORDER BY d.created_at, subscriber, d.warning_id, d.event_type`,
       );
     },
+    qwn,
     async pollOnce(extraEnv = {}) {
-      const result = await exec('node', ['bin/qwn.js', 'poll', '--once'], {
-        env: { ...process.env, ...env, ...extraEnv },
-        timeout: 120_000,
-      }).then(
-        (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-        (e: { code: number; stdout: string; stderr: string }) => ({
-          code: e.code,
-          stdout: e.stdout,
-          stderr: e.stderr,
-        }),
-      );
+      const result = await qwn(['poll', '--once'], extraEnv);
       const lines = result.stdout.trim().split('\n');
       let summary: PollResult['summary'];
       try {
