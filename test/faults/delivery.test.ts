@@ -22,7 +22,6 @@ describe('receivers failing', () => {
 
   it('SMTP 421 and 451 are retried until sent; 550 ends dead with the reply as reason', async () => {
     const seed = 7401;
-    process.stdout.write(`seed ${seed}\n`);
     run = await startFaultRun(seed, STORM);
     const r = run;
     const refused = new Set(['sub0@storm.test', 'sub1@storm.test']);
@@ -55,7 +54,6 @@ describe('receivers failing', () => {
 
   it('webhooks that time out, answer 500, redirect, answer 410 or are down', async () => {
     const seed = 7402;
-    process.stdout.write(`seed ${seed}\n`);
     run = await startFaultRun(seed, { ...STORM, env: { WEBHOOK_TIMEOUT_MS: '800' } });
     const r = run;
     const owedTo = (path: string) => [...r.owed.values()].filter((o) => o.subscriber === path);

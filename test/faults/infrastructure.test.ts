@@ -27,7 +27,6 @@ describe('Redis and Postgres failing under a running worker', () => {
 
   it('Redis losing every key of the deployment mid-cycle loses nothing, and polling resumes', async () => {
     const seed = 7101;
-    process.stdout.write(`seed ${seed}\n`);
     run = await startFaultRun(seed, STORM);
     const r = run;
     r.showPhase(0);
@@ -57,7 +56,6 @@ describe('Redis and Postgres failing under a running worker', () => {
 
   it('Redis connections killed mid-cycle lose nothing', async () => {
     const seed = 7102;
-    process.stdout.write(`seed ${seed}\n`);
     run = await startFaultRun(seed, STORM);
     const r = run;
     r.showPhase(0);
@@ -89,7 +87,6 @@ describe('Redis and Postgres failing under a running worker', () => {
 
   it('Postgres sessions terminated mid-transaction lose nothing', async () => {
     const seed = 7103;
-    process.stdout.write(`seed ${seed}\n`);
     run = await startFaultRun(seed, STORM);
     const r = run;
     r.showPhase(0);

@@ -19,7 +19,6 @@ describe('worker processes killed with SIGKILL', () => {
 
   it('one of two workers killed 20 times at random moments loses nothing', async () => {
     const seed = 7001;
-    process.stdout.write(`seed ${seed}\n`);
     const rng = createRng(seed);
     run = await startFaultRun(seed, {
       extraPhases: 2,
@@ -52,7 +51,6 @@ describe('worker processes killed with SIGKILL', () => {
 
   it('the only worker killed mid-cycle and restarted loses nothing', async () => {
     const seed = 7002;
-    process.stdout.write(`seed ${seed}\n`);
     run = await startFaultRun(seed, { places: 24, emailSubscribers: 24, webhookSubscribers: 8 });
     const r = run;
     r.showPhase(0);

@@ -47,7 +47,6 @@ describe('upstream failures', () => {
   TRANSIENT.forEach(({ name, fault, env }, index) => {
     it(`${name}: delays the storm, loses nothing, ends nothing`, async () => {
       const seed = 7201 + index;
-      process.stdout.write(`seed ${seed}\n`);
       run = await startFaultRun(seed, { ...STORM, ...(env ? { env } : {}) });
       const r = run;
       r.showPhase(0);
@@ -101,7 +100,6 @@ describe('upstream failures', () => {
   REFUSALS.forEach(({ name, fault, state }, index) => {
     it(`${name}: the upstream is not hammered, health says why, nothing ends`, async () => {
       const seed = 7251 + index;
-      process.stdout.write(`seed ${seed}\n`);
       const port = await closedPort();
       run = await startFaultRun(seed, { ...STORM, env: { HTTP_PORT: String(port) } });
       const r = run;

@@ -164,6 +164,7 @@ export async function startFaultRun(
   seed: number,
   options: StormOptions & { env?: Record<string, string> } = {},
 ): Promise<FaultRun> {
+  process.stdout.write(`seed ${seed}\n`);
   const plan = planStorm(seed, options);
   const owed = owedBy(plan);
   const h = await startPipelineHarness({
