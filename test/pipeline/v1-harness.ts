@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { exportPKCS8, exportSPKI, generateKeyPair } from 'jose';
-import { queryRows } from '../../src/db/client.js';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { startPipelineHarness, TEST_SECRET, type PipelineHarness } from '../support/pipeline.js';
+import type { Simulator } from '../../src/simulator/index.js';
+import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
  * The pipeline harness in v1 mode with JWT auth end to end: an Ed25519 key made here, its PEM in
@@ -37,16 +36,16 @@ export async function startV1Harness(): Promise<V1Harness> {
   const wrongKeyPath = join(dir, 'other-ed25519.pem');
   await writeFile(keyPath, await exportPKCS8(trusted.privateKey), { mode: 0o600 });
   await writeFile(wrongKeyPath, await exportPKCS8(untrusted.privateKey), { mode: 0o600 });
-  const sim = await startSimulator({ jwtPublicKeyPem: await exportSPKI(trusted.publicKey) });
   const h = await startPipelineHarness({
+    simulator: { jwtPublicKeyPem: await exportSPKI(trusted.publicKey) },
     env: {
-      QWEATHER_API_URL: sim.url,
       QWEATHER_ALERT_SOURCE: 'v1',
       QWEATHER_JWT_KEY_ID: 'KTEST0001',
       QWEATHER_JWT_PROJECT_ID: 'PTEST0001',
       QWEATHER_JWT_PRIVATE_KEY: keyPath,
     },
   });
+  const { sim } = h;
   const db = h.database.db;
   return {
     h,
@@ -58,32 +57,21 @@ export async function startV1Harness(): Promise<V1Harness> {
         ON CONFLICT DO NOTHING`);
     },
     async subscribe(address, watched, filter = {}) {
-      const [row] =
+      const id =
         'email' in address
-          ? await queryRows<{ id: string }>(
-              db,
-              sql`INSERT INTO subscribers (name, email) VALUES (${address.email}, ${address.email})
-                  RETURNING id`,
-            )
-          : await queryRows<{ id: string }>(
-              db,
-              sql`INSERT INTO subscribers (name, webhook_url, webhook_secret)
-                  VALUES (${address.webhookPath}, ${h.hooks.url(address.webhookPath)},
-                          ${TEST_SECRET})
-                  RETURNING id`,
-            );
+          ? await h.addEmailSubscriber(address.email, [])
+          : await h.addWebhookSubscriber(address.webhookPath, []);
       for (const w of watched) {
         await db.execute(sql`
           INSERT INTO subscriptions (subscriber_id, place_id, min_level, points)
-          VALUES (${row!.id}, ${w.place}, ${filter.minLevel ?? null},
+          VALUES (${id}, ${w.place}, ${filter.minLevel ?? null},
                   ${w.points ? sql`${sql.param(w.points)}::text[]` : null})`);
       }
-      return row!.id;
+      return id;
     },
     alertCalls: () => ({ ...sim.requests().byOperationLocation.weatherAlert }),
     async close() {
-      await h?.close();
-      await sim.close();
+      await h.close();
       await rm(dir, { recursive: true, force: true });
     },
   };

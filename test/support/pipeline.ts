@@ -10,7 +10,11 @@ import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
 import { deletePrefixKeys } from '../../src/pipeline/queues.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
-import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import {
+  startSimulator,
+  type Simulator,
+  type SimulatorOptions,
+} from '../../src/simulator/index.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
@@ -77,10 +81,10 @@ export interface PipelineHarness {
 }
 
 export async function startPipelineHarness(
-  options: { env?: Record<string, string> } = {},
+  options: { env?: Record<string, string>; simulator?: SimulatorOptions } = {},
 ): Promise<PipelineHarness> {
   const database = await createTestDatabase();
-  const sim = await startSimulator();
+  const sim = await startSimulator(options.simulator);
   const smtp = await startSmtpSink();
   const hooks = await startWebhookReceiver({ secret: TEST_SECRET });
   const prefix = `qwn-test-${randomBytes(5).toString('hex')}`;
