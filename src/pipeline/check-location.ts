@@ -16,7 +16,7 @@ import {
 import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
 import { parseLevel, type Warning } from '../domain/warning.js';
 import type { PipelineContext } from './context.js';
-import { countFailedCheck, cycleCounterFor, cycleCountUpdate } from './cycle-counters.js';
+import { cycleCounterFor, cycleCountUpdate } from './cycle-counters.js';
 import { enqueueFirstAttempts, planFirstAttempts, type Channel } from './deliver.js';
 
 export const CHECK_JOB = 'check';
@@ -26,18 +26,6 @@ export const checkPayload = z.object({
   placeId: z.string().regex(/^[A-Za-z0-9]{1,32}$/),
 });
 export type CheckPayload = z.infer<typeof checkPayload>;
-
-/**
- * A check that failed for good (the database kept failing) still counts for its cycle, so the
- * cycle ends and `poll --once` does not wait for it forever.
- */
-export function recordFailedCheck(
-  ctx: PipelineContext,
-  payload: CheckPayload,
-  error: unknown,
-): Promise<void> {
-  return countFailedCheck(ctx.db, payload.cycleId, payload.placeId, error);
-}
 
 export interface CheckOutcome {
   /** false when this cycle's check of the place had already been applied (a re-run job). */
@@ -105,6 +93,33 @@ const instant = (text: string | null) => {
   const ms = Date.parse(text);
   return Number.isNaN(ms) ? null : new Date(ms);
 };
+
+/** The warnings tracked at a place or point: those last seen within the reappear window. */
+export async function readTracked(
+  tx: Tx,
+  key: string,
+  windowStart: Date,
+): Promise<TrackedWarning[]> {
+  const rows = await queryRows<WarningRow>(
+    tx,
+    sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
+        FROM warnings WHERE place_id = ${key} AND last_seen > ${windowStart}`,
+  );
+  return rows.map(toTracked);
+}
+
+/** Warnings present in a successful answer: seen now, no misses. */
+export async function markSeen(
+  tx: Tx,
+  key: string,
+  warningIds: readonly string[],
+  now: Date,
+): Promise<void> {
+  if (warningIds.length === 0) return;
+  await tx.execute(sql`
+    UPDATE warnings SET last_seen = ${now}, misses = 0
+    WHERE place_id = ${key} AND warning_id = ANY(${sql.param(warningIds)}::text[])`);
+}
 
 export async function writeWarnings(
   tx: Tx,
@@ -404,19 +419,9 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
 
       if (fetch.ok && !stale) {
         const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
-        const tracked = (
-          await queryRows<WarningRow>(
-            tx,
-            sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
-              FROM warnings WHERE place_id = ${placeId} AND last_seen > ${windowStart}`,
-          )
-        ).map(toTracked);
+        const tracked = await readTracked(tx, placeId, windowStart);
         const detected = detectChanges({ tracked, fetch, now, settings });
-        if (detected.seen.length > 0) {
-          await tx.execute(sql`
-          UPDATE warnings SET last_seen = ${now}, misses = 0
-          WHERE place_id = ${placeId} AND warning_id = ANY(${sql.param(detected.seen)}::text[])`);
-        }
+        await markSeen(tx, placeId, detected.seen, now);
         await writeWarnings(tx, placeId, detected.changes);
         created = await writeEventsAndDeliveries(tx, {
           cycleId,

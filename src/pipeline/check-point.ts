@@ -21,19 +21,19 @@ import {
 } from '../domain/points.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
+  markSeen,
+  readTracked,
   toFilter,
-  toTracked,
   withoutRaw,
   writeWarnings,
   type CheckOutcome,
   type Tx,
-  type WarningRow,
   insertDeliveries,
   type CreatedDelivery,
   type NewDelivery,
 } from './check-location.js';
 import type { PipelineContext } from './context.js';
-import { countFailedCheck, cycleCounterFor } from './cycle-counters.js';
+import { cycleCounterFor } from './cycle-counters.js';
 import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
 
 /**
@@ -244,18 +244,6 @@ async function writePointEvents(
   return { created: await insertDeliveries(tx, planned), counted };
 }
 
-/**
- * A check that failed for good (the database kept failing) still counts for its cycle, so the
- * cycle ends and `poll --once` does not wait for it forever.
- */
-export function recordFailedPointCheck(
-  ctx: PipelineContext,
-  payload: CheckPointPayload,
-  error: unknown,
-): Promise<void> {
-  return countFailedCheck(ctx.db, payload.cycleId, `point ${payload.pointId}`, error);
-}
-
 export class InvalidPointError extends Error {
   override name = 'InvalidPointError';
 }
@@ -324,13 +312,7 @@ export async function runCheckPoint(
 
     if (fetch.ok && apply) {
       const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
-      const tracked = (
-        await queryRows<WarningRow>(
-          tx,
-          sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
-              FROM warnings WHERE place_id = ${point.key} AND last_seen > ${windowStart}`,
-        )
-      ).map(toTracked);
+      const tracked = await readTracked(tx, point.key, windowStart);
       // The same tag means the same alerts as the last applied answer: nothing to diff. Unless
       // an alert is waiting for its end to be confirmed: each successful answer without it is
       // one more miss, whatever the tag.
@@ -339,24 +321,19 @@ export async function runCheckPoint(
         answer.tag === row?.last_tag &&
         !tracked.some((t) => t.state === 'open' && t.misses > 0);
       if (unchangedTag) {
-        const present = fetch.warnings.map((w) => w.id);
-        if (present.length > 0) {
-          await tx.execute(sql`
-            UPDATE warnings SET last_seen = ${now}, misses = 0
-            WHERE place_id = ${point.key} AND warning_id = ANY(${sql.param(present)}::text[])`);
-        }
+        await markSeen(
+          tx,
+          point.key,
+          fetch.warnings.map((w) => w.id),
+          now,
+        );
       } else {
         const detected = detectChanges({ tracked, fetch, now, settings });
         const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
         // Before any write: a check of another point reporting the same alert waits here, then
         // sees what this one committed (the expiry rule reads other points' states).
         for (const id of alertIds) await lockAlert(tx, id);
-        if (detected.seen.length > 0) {
-          await tx.execute(sql`
-            UPDATE warnings SET last_seen = ${now}, misses = 0
-            WHERE place_id = ${point.key}
-              AND warning_id = ANY(${sql.param(detected.seen)}::text[])`);
-        }
+        await markSeen(tx, point.key, detected.seen, now);
         await writeWarnings(tx, point.key, detected.changes);
         const written = await writePointEvents(tx, {
           cycleId,

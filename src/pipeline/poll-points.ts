@@ -3,7 +3,6 @@ import { queryRows } from '../db/client.js';
 import { parsePointKey, subscriptionPointKeys } from '../domain/points.js';
 import type { Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
-import { checkJobId } from './queues.js';
 
 /**
  * The v1 side of a poll cycle (QWEATHER_ALERT_SOURCE=v1). v1 has no "locations with alerts"
@@ -33,14 +32,10 @@ export async function watchedPoints(ctx: PipelineContext): Promise<{
 }
 
 /**
- * Plans the checks of an opened cycle: one check job per watched point, on the check queue
- * (its global rate limit is the upstream's QPM budget in either mode).
+ * The points a v1 cycle checks: every watched point, each with its `alert_points` row (which
+ * holds the point's check state). Subscriptions that cannot be watched are reported once.
  */
-export async function planPointChecks(
-  ctx: PipelineContext,
-  cycleId: string,
-  log: Logger,
-): Promise<{ ok: true; cycleId: string; listed: number; planned: number }> {
+export async function pointsToCheck(ctx: PipelineContext, log: Logger): Promise<string[]> {
   const { points, withoutCoordinates } = await watchedPoints(ctx);
   if (withoutCoordinates > 0) {
     log.warn(
@@ -60,21 +55,5 @@ export async function planPointChecks(
                            ${sql.param(parsed.map((p) => p.lon))}::float8[])
       ON CONFLICT (id) DO NOTHING`);
   }
-
-  const finished = points.length === 0;
-  // No list call in v1: `listed` stays 0 and every upstream call is a point check.
-  await ctx.db.execute(sql`
-    UPDATE poll_cycles SET listed = 0, planned = ${points.length},
-      status = ${finished ? 'done' : 'running'},
-      finished_at = ${finished ? ctx.now() : null}
-    WHERE id = ${cycleId}`);
-  await ctx.queues.check.addBulk(
-    points.map((pointId) => ({
-      name: 'check',
-      data: { cycleId, pointId },
-      opts: { jobId: checkJobId(cycleId, pointId) },
-    })),
-  );
-  log.info({ points: points.length }, 'cycle planned');
-  return { ok: true, cycleId, listed: 0, planned: points.length };
+  return points;
 }

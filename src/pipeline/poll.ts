@@ -2,11 +2,11 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { pollCycles } from '../db/schema.js';
-import { scrub } from '../logger.js';
+import { scrub, type Logger } from '../logger.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from './context.js';
-import { planPointChecks } from './poll-points.js';
+import { pointsToCheck } from './poll-points.js';
 import { checkJobId } from './queues.js';
 
 export const POLL_JOB = 'poll';
@@ -58,7 +58,15 @@ export async function runPoll(
   const cycleId = await openCycle(ctx, payload.jobKey);
   const log = ctx.logger.child({ job: POLL_JOB, cycleId });
   // v1 has no list: every watched point is checked (src/pipeline/poll-points.ts).
-  if (ctx.config.qweather.alertSource === 'v1') return planPointChecks(ctx, cycleId, log);
+  if (ctx.config.qweather.alertSource === 'v1') {
+    // No list call in v1: `listed` stays 0 and every upstream call is a point check.
+    const points = await pointsToCheck(ctx, log);
+    return startChecks(ctx, log, cycleId, {
+      listed: 0,
+      listCalls: 0,
+      checks: points.map((pointId) => ({ key: pointId, data: { cycleId, pointId } })),
+    });
+  }
 
   let listedIds: string[];
   try {
@@ -111,21 +119,35 @@ export async function runPoll(
       ON CONFLICT (id) DO NOTHING`);
   }
 
-  const finished = plan.length === 0;
+  return startChecks(ctx, log, cycleId, {
+    listed: listedIds.length,
+    listCalls: 1,
+    checks: plan.map((placeId) => ({ key: placeId, data: { cycleId, placeId } })),
+  });
+}
+
+/** Records the cycle's plan and enqueues one check per place or point (v7 and v1 alike). */
+async function startChecks(
+  ctx: PipelineContext,
+  log: Logger,
+  cycleId: string,
+  plan: { listed: number; listCalls: number; checks: { key: string; data: object }[] },
+): Promise<PollOutcome> {
+  const planned = plan.checks.length;
+  const finished = planned === 0;
   await ctx.db.execute(sql`
-    UPDATE poll_cycles SET listed = ${listedIds.length}, planned = ${plan.length},
-      upstream_calls = upstream_calls + 1,
+    UPDATE poll_cycles SET listed = ${plan.listed}, planned = ${planned},
+      upstream_calls = upstream_calls + ${plan.listCalls},
       status = ${finished ? 'done' : 'running'},
       finished_at = ${finished ? ctx.now() : null}
     WHERE id = ${cycleId}`);
-
   await ctx.queues.check.addBulk(
-    plan.map((placeId) => ({
+    plan.checks.map((check) => ({
       name: 'check',
-      data: { cycleId, placeId },
-      opts: { jobId: checkJobId(cycleId, placeId) },
+      data: check.data,
+      opts: { jobId: checkJobId(cycleId, check.key) },
     })),
   );
-  log.info({ listed: listedIds.length, planned: plan.length }, 'cycle planned');
-  return { ok: true, cycleId, listed: listedIds.length, planned: plan.length };
+  log.info({ listed: plan.listed, planned }, 'cycle planned');
+  return { ok: true, cycleId, listed: plan.listed, planned };
 }

@@ -2,8 +2,9 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { PipelineContext } from './context.js';
-import { checkPayload, recordFailedCheck, runCheck } from './check-location.js';
-import { checkPointPayload, recordFailedPointCheck, runCheckPoint } from './check-point.js';
+import { checkPayload, runCheck } from './check-location.js';
+import { checkPointPayload, runCheckPoint } from './check-point.js';
+import { countFailedCheck } from './cycle-counters.js';
 import { deliverPayload, runDeliver } from './deliver.js';
 import { pollPayload, runPoll } from './poll.js';
 import type { QueueName } from './queues.js';
@@ -32,9 +33,10 @@ export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
         return 'pointId' in p ? await runCheckPoint(ctx, p) : await runCheck(ctx, p);
       } catch (err) {
         if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-          const record =
-            'pointId' in p ? recordFailedPointCheck(ctx, p, err) : recordFailedCheck(ctx, p, err);
-          await record.catch(() => undefined);
+          // A check that failed for good (the database kept failing) still counts for its
+          // cycle, so the cycle ends and `poll --once` does not wait for it forever.
+          const what = 'pointId' in p ? `point ${p.pointId}` : p.placeId;
+          await countFailedCheck(ctx.db, p.cycleId, what, err).catch(() => undefined);
         }
         throw err;
       }
