@@ -6,6 +6,7 @@ import {
   listDeliveries,
   type DeliveryFilter,
   type DeliveryListing,
+  type DeliveryStatus,
 } from '../admin/deliveries.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
@@ -40,7 +41,7 @@ export function parseSince(value: string): Date {
   return at;
 }
 
-export function parseStatus(value: string): (typeof DELIVERY_STATUSES)[number] {
+export function parseStatus(value: string): DeliveryStatus {
   if (!isDeliveryStatus(value)) {
     throw new UsageError(
       `unknown status "${value}"; expected one of ${DELIVERY_STATUSES.join(', ')}`,
@@ -49,7 +50,8 @@ export function parseStatus(value: string): (typeof DELIVERY_STATUSES)[number] {
   return value;
 }
 
-const COLUMNS: readonly Column<DeliveryListing>[] = [
+/** The ledger's columns; `qwn redeliver` shows a subset of them. */
+export const LEDGER_COLUMNS: readonly Column<DeliveryListing>[] = [
   { header: 'id', value: (d) => d.id },
   { header: 'created', value: (d) => shortTime(d.createdAt) },
   { header: 'status', value: (d) => d.status },
@@ -67,10 +69,10 @@ const COLUMNS: readonly Column<DeliveryListing>[] = [
 ];
 
 export function formatDeliveries(rows: readonly DeliveryListing[]): string {
-  return formatTable(rows, COLUMNS);
+  return formatTable(rows, LEDGER_COLUMNS);
 }
 
-export function deliveriesJson(rows: readonly DeliveryListing[]): string {
+function deliveriesJson(rows: readonly DeliveryListing[]): string {
   return JSON.stringify(
     rows.map((d) => ({
       ...d,

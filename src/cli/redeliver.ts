@@ -1,13 +1,12 @@
 import { pino } from 'pino';
-import { cutShort, type DeliveryListing } from '../admin/deliveries.js';
 import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { createLogger } from '../logger.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { startWorkers } from '../pipeline/workers.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
-import { parseSince, parseStatus, shortTime } from './deliveries.js';
-import { formatTable, type Column } from './table.js';
+import { LEDGER_COLUMNS, parseSince, parseStatus } from './deliveries.js';
+import { formatTable } from './table.js';
 
 const USAGE = [
   'usage: qwn redeliver <delivery id>... [--enqueue-only] [--timeout-seconds N]',
@@ -16,16 +15,17 @@ const USAGE = [
 
 const DEFAULT_TIMEOUT_SECONDS = 120;
 
-const OUTCOME_COLUMNS: readonly Column<DeliveryListing>[] = [
-  { header: 'id', value: (d) => d.id },
-  { header: 'status', value: (d) => d.status },
-  { header: 'attempts', value: (d) => d.attempts, align: 'right' },
-  { header: 'channel', value: (d) => d.channel },
-  { header: 'subscriber', value: (d) => d.subscriber },
-  { header: 'event', value: (d) => d.eventType },
-  { header: 'next attempt', value: (d) => shortTime(d.nextAttemptAt) },
-  { header: 'last error', value: (d) => cutShort(d.lastError, 80) },
-];
+const OUTCOME_HEADERS = new Set([
+  'id',
+  'status',
+  'attempts',
+  'channel',
+  'subscriber',
+  'event',
+  'next attempt',
+  'last error',
+]);
+const OUTCOME_COLUMNS = LEDGER_COLUMNS.filter((c) => OUTCOME_HEADERS.has(c.header));
 
 function parse(argv: string[]) {
   const { values, positionals } = parseCommandLine(
