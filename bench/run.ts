@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { openPostgres } from '../src/db/client.js';
+import { createScratchDatabase } from '../src/db/scratch.js';
 import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/pipeline/runtime.js';
 import { deletePrefixKeys } from '../src/pipeline/queues.js';
@@ -72,31 +73,6 @@ const outFile = resolve(
 );
 const say = (line: string) => console.error(`bench: ${line}`);
 
-async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `qwn_bench_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
-    },
-  };
-}
-
 async function versions(stats: pg.Client, redis: Redis) {
   const { rows } = await stats.query<{ v: string }>(
     `SELECT current_setting('server_version') AS v`,
@@ -132,7 +108,7 @@ async function main(): Promise<number> {
   const smtp = await startBenchSmtp();
   const allPlaces = await loadPlacesFromCsv(args.places);
   const sim = await startSimulator({ places: allPlaces });
-  const database = await createDatabase(args.pg);
+  const database = await createScratchDatabase(args.pg, 'qwn_bench');
   const prefix = `qwn-bench-${randomBytes(4).toString('hex')}`;
   const workers: ChildProcess[] = [];
   const logFds: number[] = [];

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { openEmbedded, openPostgres, type Database } from '../db/client.js';
+import { createScratchDatabase, type ScratchDatabase } from '../db/scratch.js';
 
 /**
  * Postgres for `qwn demo`. Without DATABASE_URL: an embedded Postgres (PGlite) in memory. With
@@ -18,12 +17,6 @@ export interface DemoDatabase {
   readonly description: string;
   /** Closes the connection and drops the throwaway database. */
   close(): Promise<void>;
-}
-
-function withDatabaseName(url: string, name: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${name}`;
-  return parsed.toString();
 }
 
 function hostOf(url: string): string {
@@ -44,31 +37,17 @@ export async function provideDatabase(databaseUrl: string | undefined): Promise<
     };
   }
 
-  const name = `qwn_demo_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  let scratch: ScratchDatabase;
   try {
-    await admin.connect();
-    // The name is ours (letters, digits, _): safe to put in the statement.
-    await admin.query(`CREATE DATABASE ${name}`);
+    scratch = await createScratchDatabase(databaseUrl, 'qwn_demo');
   } catch (err) {
     throw new DemoDatabaseError(
       `cannot create a throwaway database on ${hostOf(databaseUrl)} (${reason(err)}); ` +
         'unset DATABASE_URL to use the embedded Postgres',
     );
-  } finally {
-    await admin.end().catch(() => undefined);
   }
-
-  const drop = async () => {
-    const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
-    await client.connect();
-    try {
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await client.end();
-    }
-  };
-  const database = openPostgres(withDatabaseName(databaseUrl, name), {
+  const { name, drop } = scratch;
+  const database = openPostgres(scratch.url, {
     poolSize: 10,
     applicationName: 'qwn demo',
   });

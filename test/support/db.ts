@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { openPostgres, type Database } from '../../src/db/client.js';
+import { createScratchDatabase } from '../../src/db/scratch.js';
 
 /** The server the integration tests use (.ci/run makes sure it answers). */
 export const ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -16,15 +15,7 @@ export interface TestDatabase extends Database {
 export async function createTestDatabase(
   options: { migrate?: boolean } = {},
 ): Promise<TestDatabase> {
-  const name = `qwn_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = ADMIN_URL.replace(/\/test$/, `/${name}`);
+  const { name, url, drop } = await createScratchDatabase(ADMIN_URL, 'qwn_test');
   const database = openPostgres(url, { poolSize: 5, applicationName: 'qwn test' });
   if (options.migrate !== false) await database.migrate();
   return {
@@ -33,13 +24,7 @@ export async function createTestDatabase(
     name,
     async drop() {
       await database.close();
-      const client = new pg.Client({ connectionString: ADMIN_URL });
-      await client.connect();
-      try {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await client.end();
-      }
+      await drop();
     },
   };
 }
