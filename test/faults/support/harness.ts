@@ -7,7 +7,11 @@ import type { Runtime } from '../../../src/pipeline/runtime.js';
 import { runSweep } from '../../../src/pipeline/sweep.js';
 import { waitUntil } from '../../support/wait.js';
 import type { ScriptedResponse } from '../../support/webhook-receiver.js';
-import { startPipelineHarness, TEST_SECRET, type PipelineHarness } from '../../support/pipeline.js';
+import {
+  startPipelineHarness,
+  type DeliveryRow,
+  type PipelineHarness,
+} from '../../support/pipeline.js';
 import {
   owedBy,
   owedKey,
@@ -40,16 +44,8 @@ export interface WorkerProcess {
   stop(graceMs?: number): Promise<number | null>;
 }
 
-export interface LedgerRow {
-  id: string;
-  subscriber: string;
-  warning_id: string;
-  event_type: string;
-  channel: string;
-  status: string;
-  attempts: number;
-  last_error: string | null;
-}
+/** A ledger row, its subscriber named by address (email, or webhook path) as the storm names it. */
+export type LedgerRow = DeliveryRow;
 
 export interface Outcome {
   seed: number;
@@ -172,22 +168,20 @@ export async function startFaultRun(
   });
   const db = h.database.db;
 
-  // The storm's subscribers, inserted with SQL as an admin would.
+  // The storm's places and subscriptions, inserted with SQL as an admin would; its subscribers
+  // through the pipeline harness, named by their address.
   await db.execute(sql`
     INSERT INTO places (id, name)
     SELECT * FROM unnest(${sql.param(plan.places.map((p) => p.id))}::text[],
                          ${sql.param(plan.places.map((p) => p.name))}::text[])`);
   for (const s of plan.subscribers) {
-    const [row] = await queryRows<{ id: string }>(
-      db,
+    const id =
       s.channel === 'email'
-        ? sql`INSERT INTO subscribers (name, email) VALUES (${s.address}, ${s.address}) RETURNING id`
-        : sql`INSERT INTO subscribers (name, webhook_url, webhook_secret)
-              VALUES (${s.address}, ${h.hooks.url(s.address)}, ${TEST_SECRET}) RETURNING id`,
-    );
+        ? await h.addEmailSubscriber(s.address, [])
+        : await h.addWebhookSubscriber(s.address, []);
     await db.execute(sql`
       INSERT INTO subscriptions (subscriber_id, place_id, min_level, types, events)
-      SELECT ${row!.id}, place, ${s.filter.minLevel}, ${sql.param(s.filter.types)}::text[],
+      SELECT ${id}, place, ${s.filter.minLevel}, ${sql.param(s.filter.types)}::text[],
              ${sql.param(s.filter.events)}::text[]
       FROM unnest(${sql.param(s.places)}::text[]) AS t(place)`);
   }
@@ -208,13 +202,8 @@ export async function startFaultRun(
   const connections: Redis[] = [];
   let started = 0;
 
-  const ledger = () =>
-    queryRows<LedgerRow>(
-      db,
-      sql`SELECT d.id, s.name AS subscriber, d.warning_id, d.event_type, d.channel, d.status,
-            d.attempts, d.last_error
-          FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id`,
-    );
+  // Storm subscribers are named by their address, so h.deliveries() names them as owedKey does.
+  const ledger = () => h.deliveries();
 
   const timeTravel = async () => {
     await db.execute(sql`
