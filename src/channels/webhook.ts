@@ -1,7 +1,7 @@
+import { createHmac } from 'node:crypto';
 import type dns from 'node:dns';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { Agent, type Dispatcher } from 'undici';
 import { webhookPayload, type Notification } from '../domain/render.js';
 import { parseRetryAfter } from '../domain/retry.js';
@@ -143,17 +143,29 @@ function parseTarget(url: string, allowPrivate: boolean): URL {
   return parsed;
 }
 
-function sign(secret: string, id: string, at: Date, body: string): string {
-  try {
-    return new Webhook(secret).sign(id, at, body);
-  } catch (cause) {
-    // The library's message could quote the secret; ours names only the problem.
+const SECRET_PREFIX = 'whsec_';
+const BASE64_KEY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256, keyed by the secret's
+ * base64 key, of `id.timestamp.body`. node:crypto rather than standardwebhooks' `sign`: the
+ * library hashes in JavaScript, which was a measurable part of a storm's worker profile. The
+ * tests verify these signatures with the library.
+ */
+export function signWebhook(secret: string, id: string, at: Date, body: string): string {
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  if (encoded === '' || !BASE64_KEY.test(encoded)) {
+    // Names only the problem: a message quoting the secret would end up in the ledger.
     throw new WebhookError('webhook secret is not a valid whsec_ base64 key', {
       kind: 'invalid-target',
       retryable: false,
-      cause: cause instanceof Error ? new Error(cause.name) : undefined,
     });
   }
+  const timestamp = Math.floor(at.getTime() / 1000);
+  const mac = createHmac('sha256', Buffer.from(encoded, 'base64'))
+    .update(`${id}.${timestamp}.${body}`)
+    .digest('base64');
+  return `v1,${mac}`;
 }
 
 function statusFailure(status: number, headers: Dispatcher.ResponseData['headers'], at: Date) {
@@ -229,7 +241,7 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
       const url = parseTarget(target.url, o.allowPrivate);
       const body = JSON.stringify(webhookPayload(n));
       const at = now();
-      const signature = sign(target.secret, n.deliveryId, at, body);
+      const signature = signWebhook(target.secret, n.deliveryId, at, body);
       // Plain fields, not a child logger: a child per send was measurable in a storm's profile.
       const ids = { deliveryId: n.deliveryId, host: url.host };
       const deadline = AbortSignal.timeout(o.timeoutMs);
