@@ -1,7 +1,9 @@
 import nodemailer from 'nodemailer';
+import addressparser from 'nodemailer/lib/addressparser';
 import type { NodemailerError } from 'nodemailer/lib/errors';
 import { renderEmail, type Notification } from '../domain/render.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
+import { composeMime, MimeHeaderError, type MimeAddress } from './mime.js';
 
 /**
  * Email deliveries (INTERFACE §5) over pooled SMTP. SMTP replies are classified here
@@ -55,12 +57,19 @@ export function messageIdFor(deliveryId: string): string {
   return `<${deliveryId}@qwn>`;
 }
 
-/** The bare address of a From value such as `"qwn" <alerts@example.com>`. */
-function bareAddress(from: string): string {
-  return (/<([^<>]+)>\s*$/.exec(from)?.[1] ?? from).trim();
+/** The sender of a From value such as `"qwn" <alerts@example.com>`; undefined without an address. */
+function parseFrom(from: string): MimeAddress | undefined {
+  const [first] = addressparser(from, { flatten: true });
+  return first?.address ? { name: first.name, address: first.address } : undefined;
 }
 
 export function classifySmtpError(err: unknown): EmailError {
+  if (err instanceof MimeHeaderError) {
+    return new EmailError(`email could not be composed: ${err.message}`, {
+      retryable: false,
+      cause: err,
+    });
+  }
   const e = (err ?? {}) as NodemailerError;
   const response = typeof e.response === 'string' ? scrub(e.response) : undefined;
   if (typeof e.responseCode === 'number') {
@@ -91,13 +100,11 @@ export function classifySmtpError(err: unknown): EmailError {
   });
 }
 
-function unconfigured(missing: string): Mailer {
+function unconfigured(problem: string): Mailer {
   return {
     send() {
       return Promise.reject(
-        new EmailError(`${missing} is not set; email deliveries cannot be sent`, {
-          retryable: false,
-        }),
+        new EmailError(`${problem}; email deliveries cannot be sent`, { retryable: false }),
       );
     },
     close: () => Promise.resolve(),
@@ -108,9 +115,10 @@ function unconfigured(missing: string): Mailer {
 export const MAIL_POOL_CONNECTIONS = 5;
 
 export function createMailer(o: MailerOptions): Mailer {
-  if (!o.smtpUrl) return unconfigured('SMTP_URL');
-  if (!o.from) return unconfigured('MAIL_FROM');
-  const from = o.from;
+  if (!o.smtpUrl) return unconfigured('SMTP_URL is not set');
+  if (!o.from) return unconfigured('MAIL_FROM is not set');
+  const from = parseFrom(o.from);
+  if (!from) return unconfigured('MAIL_FROM has no email address');
 
   try {
     registerSecret(decodeURIComponent(new URL(o.smtpUrl).password));
@@ -134,7 +142,7 @@ export function createMailer(o: MailerOptions): Mailer {
     o.logger.warn({ err }, 'smtp transport error');
   });
   const sendTimeoutMs = o.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
-  const unsubscribe = o.unsubscribeBase ?? `mailto:${bareAddress(from)}?subject=unsubscribe`;
+  const unsubscribe = o.unsubscribeBase ?? `mailto:${from.address}?subject=unsubscribe`;
   const headers: Record<string, string> = {
     'List-Unsubscribe': `<${unsubscribe}>`,
     // Tells vacation responders and the like not to answer an automated message (RFC 3834).
@@ -146,19 +154,26 @@ export function createMailer(o: MailerOptions): Mailer {
   return {
     async send(to, n) {
       const { subject, text, html } = renderEmail(n);
+      const messageId = messageIdFor(n.deliveryId);
       try {
-        const info = await transport.sendMail({
+        const raw = composeMime({
           from,
           to,
           subject,
+          messageId,
+          date: new Date(),
+          headers,
           text,
           html,
-          messageId: messageIdFor(n.deliveryId),
-          headers,
+          boundary: `qwn-alt-${n.deliveryId}`,
+        });
+        const info = await transport.sendMail({
+          envelope: { from: from.address, to: [to] },
+          raw,
           signal: AbortSignal.timeout(sendTimeoutMs),
         });
         o.logger.debug({ deliveryId: n.deliveryId, response: info.response }, 'email sent');
-        return { messageId: info.messageId, response: info.response };
+        return { messageId, response: info.response };
       } catch (err) {
         const failure = classifySmtpError(err);
         o.logger.debug(

@@ -233,9 +233,27 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
+/**
+ * Times already formatted, by zone and upstream text. A storm renders the same few warning times
+ * for thousands of subscribers, and `formatToParts` was a visible part of its profile.
+ */
+const formattedTimes = new Map<string, string>();
+const MAX_FORMATTED_TIMES = 5000;
+
 /** `2026-07-01 16:00 (GMT+8)` in the place's zone; unparseable upstream text is shown as given. */
 export function formatTime(iso: string | null, timeZone: string, lang: Lang): string {
   if (!iso) return LABELS[lang].notGiven;
+  const key = `${timeZone} ${iso}`;
+  let formatted = formattedTimes.get(key);
+  if (formatted === undefined) {
+    formatted = formatInZone(iso, timeZone);
+    if (formattedTimes.size >= MAX_FORMATTED_TIMES) formattedTimes.clear();
+    formattedTimes.set(key, formatted);
+  }
+  return formatted;
+}
+
+function formatInZone(iso: string, timeZone: string): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
   const parts: Record<string, string> = {};

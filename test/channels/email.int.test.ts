@@ -182,6 +182,24 @@ describe('email channel', () => {
     );
     expect(noFrom.retryable).toBe(false);
     expect(noFrom.message).toContain('MAIL_FROM is not set');
+    const noAddress = await failure(
+      mailer({ from: 'QWN Alerts' }).send('a@example.com', sampleNotification()),
+    );
+    expect(noAddress.retryable).toBe(false);
+    expect(noAddress.message).toContain('MAIL_FROM has no email address');
+    expect(sink.messages).toHaveLength(0);
+  });
+
+  it('writes a non-ASCII sender name so that readers decode it', async () => {
+    await mailer({ from: '和风预警 <alerts@example.com>' }).send(
+      'a@example.com',
+      sampleNotification(),
+    );
+    expect(sink.messages[0]!.parsed.from?.value[0]).toMatchObject({
+      name: '和风预警',
+      address: 'alerts@example.com',
+    });
+    expect(sink.messages[0]!.envelope.from).toBe('alerts@example.com');
   });
 
   it('treats an unreachable SMTP server as retryable', async () => {

@@ -216,6 +216,23 @@ describe('renderEmail body', () => {
     expect(formatTime('tomorrow', 'Asia/Shanghai', 'en')).toBe('tomorrow');
     expect(formatTime(null, 'Asia/Shanghai', 'zh')).toBe('未提供');
   });
+
+  it('formats each time in its own zone however many it has seen', () => {
+    const start = Date.UTC(2026, 6, 1, 0, 0);
+    // More distinct times than the remembered ones, twice over, in two zones.
+    for (let round = 0; round < 2; round += 1) {
+      for (let i = 0; i < 6000; i += 1) {
+        const iso = new Date(start + i * 60_000).toISOString();
+        const minute = String(i % 60).padStart(2, '0');
+        const hour = Math.floor(i / 60) % 24;
+        const day = 1 + Math.floor(i / 1440);
+        const expected = (h: number, zone: string) =>
+          `2026-07-0${day + (h >= 24 ? 1 : 0)} ${String(h % 24).padStart(2, '0')}:${minute} (${zone})`;
+        expect(formatTime(iso, 'UTC', 'en')).toBe(expected(hour, 'UTC'));
+        expect(formatTime(iso, 'Asia/Shanghai', 'zh')).toBe(expected(hour + 8, 'GMT+8'));
+      }
+    }
+  });
 });
 
 describe('escapeHtml', () => {

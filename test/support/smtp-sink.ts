@@ -14,11 +14,17 @@ import {
 export { decodeEncodedWords, type SmtpReply } from '../../src/demo/smtp-sink.js';
 
 /** The parts of mailparser's ParsedMail the tests read (mailparser ships no types). */
+export interface ParsedAddresses {
+  text: string;
+  value: { name: string; address?: string }[];
+}
+
 export interface ParsedMail {
   subject?: string;
   messageId?: string;
-  from?: { text: string };
-  to?: { text: string } | { text: string }[];
+  date?: Date;
+  from?: ParsedAddresses;
+  to?: ParsedAddresses | ParsedAddresses[];
   text?: string;
   html?: string | false;
   headers: Map<string, unknown>;
@@ -30,6 +36,9 @@ const { simpleParser } = require('mailparser') as {
   simpleParser: (source: Buffer) => Promise<ParsedMail>;
 };
 
+/** A raw message as a mail reader sees it. */
+export const parseMail = (raw: Buffer): Promise<ParsedMail> => simpleParser(raw);
+
 export type ReceivedMail = SinkMail & { parsed: ParsedMail };
 export type SmtpSink = Sink<ReceivedMail>;
 export type SmtpSinkOptions = Omit<SinkOptions<ReceivedMail>, 'enrich'>;
@@ -37,6 +46,6 @@ export type SmtpSinkOptions = Omit<SinkOptions<ReceivedMail>, 'enrich'>;
 export function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
   return startSink<ReceivedMail>({
     ...options,
-    enrich: async (mail) => ({ ...mail, parsed: await simpleParser(mail.raw) }),
+    enrich: async (mail) => ({ ...mail, parsed: await parseMail(mail.raw) }),
   });
 }
