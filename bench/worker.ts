@@ -1,6 +1,7 @@
 import { loadConfig, readEnvironment } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/pipeline/runtime.js';
+import { DELIVER_QUEUES } from '../src/pipeline/queues.js';
 import { startWorkers } from '../src/pipeline/workers.js';
 
 /**
@@ -12,7 +13,7 @@ import { startWorkers } from '../src/pipeline/workers.js';
 const config = loadConfig(readEnvironment());
 const logger = createLogger(config.logLevel);
 const runtime = createRuntime(config, logger);
-const workers = startWorkers(runtime.ctx, runtime.redis, ['check', 'deliver']);
+const workers = startWorkers(runtime.ctx, runtime.redis, ['check', ...DELIVER_QUEUES]);
 await Promise.all(workers.workers.map((w) => w.waitUntilReady()));
 process.send?.({ type: 'ready' });
 

@@ -1,8 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
-import { ATTEMPT_UNDER_WAY, enqueueDelivery, inactiveReason } from '../pipeline/deliver.js';
-import { deliverJobId, type Queues } from '../pipeline/queues.js';
+import {
+  ATTEMPT_UNDER_WAY,
+  deliverQueue,
+  enqueueDelivery,
+  inactiveReason,
+  type Channel,
+  type DeliverQueues,
+} from '../pipeline/deliver.js';
+import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
   isDeliveryId,
@@ -66,7 +73,7 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
  * and a row is only ever claimed by one sender.
  */
 export async function redeliver(
-  deps: { db: Db; queues: Pick<Queues, 'deliver'> },
+  deps: { db: Db; queues: DeliverQueues },
   selection: RedeliverSelection,
 ): Promise<RedeliverResult> {
   const candidates = await selectCandidates(deps.db, selection);
@@ -94,7 +101,12 @@ export async function redeliver(
   const reset =
     eligible.length === 0
       ? []
-      : await queryRows<{ id: string; previous_status: DeliveryStatus; previous_attempts: number }>(
+      : await queryRows<{
+          id: string;
+          channel: Channel;
+          previous_status: DeliveryStatus;
+          previous_attempts: number;
+        }>(
           deps.db,
           sql`WITH target AS (
                 SELECT d.id, d.status, d.attempts
@@ -106,7 +118,8 @@ export async function redeliver(
                 claimed_until = NULL, first_job_id = NULL, updated_at = now()
               FROM target t
               WHERE d.id = t.id
-              RETURNING d.id, t.status AS previous_status, t.attempts AS previous_attempts`,
+              RETURNING d.id, d.channel, t.status AS previous_status,
+                t.attempts AS previous_attempts`,
         );
   const resetIds = new Set(reset.map((r) => r.id));
   for (const id of eligible) {
@@ -118,9 +131,9 @@ export async function redeliver(
   for (const row of reset) {
     if (row.previous_attempts > 0 && row.previous_status !== 'sent') {
       // The old series' delayed retry would only find the row not due; drop it to keep Redis tidy.
-      await removeDelayedJob(deps.queues, deliverJobId(row.id, row.previous_attempts));
+      await removeDelayedJob(deps.queues, row.channel, deliverJobId(row.id, row.previous_attempts));
     }
-    await enqueueDelivery(deps.queues, row.id, 0);
+    await enqueueDelivery(deps.queues, row, 0);
   }
 
   const order = new Map(candidates.map((c, i) => [c.id, i]));
@@ -139,8 +152,12 @@ export async function redeliver(
   };
 }
 
-async function removeDelayedJob(queues: Pick<Queues, 'deliver'>, jobId: string): Promise<void> {
-  const job = await queues.deliver.getJob(jobId);
+async function removeDelayedJob(
+  queues: DeliverQueues,
+  channel: Channel,
+  jobId: string,
+): Promise<void> {
+  const job = await deliverQueue(queues, channel).getJob(jobId);
   if (!job || (await job.getState()) !== 'delayed') return;
   await job.remove().catch(() => undefined);
 }

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { createLogger } from '../logger.js';
+import { DELIVER_QUEUES } from '../pipeline/queues.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { startWorkers } from '../pipeline/workers.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
@@ -83,7 +84,7 @@ export async function run(argv: string[]): Promise<number> {
   // Workers first, so the jobs enqueued below are taken at once.
   const workers = options.enqueueOnly
     ? undefined
-    : startWorkers(runtime.ctx, runtime.redis, ['deliver']);
+    : startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
   try {
     const result = await redeliver(runtime.ctx, options.selection);
     for (const id of result.unknown) console.error(`qwn redeliver: no delivery ${id}`);

@@ -5,6 +5,7 @@ import { startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
+import { DELIVER_QUEUES } from '../pipeline/queues.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import {
   ensureRecurring,
@@ -103,7 +104,7 @@ export async function run(argv: string[]): Promise<number> {
       stopping.then(() => 'stopped' as const),
     ]);
     if (started === 'started') {
-      workers = startWorkers(ctx, redis, ['poll', 'check', 'deliver', 'sweep']);
+      workers = startWorkers(ctx, redis, ['poll', 'check', ...DELIVER_QUEUES, 'sweep']);
       // Redis losing its keys (restart without persistence, flush) would otherwise stop all
       // polling for good (found by the fault suite: test/faults/infrastructure.test.ts).
       schedulerCheck = setInterval(() => {

@@ -4,7 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { queryRows, type Db } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../pipeline/context.js';
-import { QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
+import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
 import {
   AuthError,
   BadRequestError,
@@ -159,7 +159,7 @@ export class OpsMetrics implements JobObserver {
   jobCompleted(queue: QueueName, payload: unknown, result: unknown): void {
     try {
       if (queue === QUEUE_NAMES.check) this.#countEvents(result);
-      else if (queue === QUEUE_NAMES.deliver) this.#countDelivery(result);
+      else if (isDeliverQueue(queue)) this.#countDelivery(result);
     } catch (err) {
       // Metrics must never fail a job.
       this.#sources.logger.debug({ err, queue }, 'metrics could not read a job result');
@@ -240,7 +240,7 @@ export class OpsMetrics implements JobObserver {
     const now = this.#now().getTime();
     await Promise.all(
       Object.values(QUEUE_NAMES).map(async (name) => {
-        const queue = queues[name];
+        const queue = queues.byName[name];
         const counts = await withTimeout(
           'Redis',
           SCRAPE_STEP_TIMEOUT_MS,

@@ -39,6 +39,7 @@ export interface CheckOutcome {
 /** A delivery row just created, and the job that will carry its first attempt. */
 export interface CreatedDelivery {
   id: string;
+  channel: Channel;
   firstJobId: string | null;
 }
 
@@ -339,7 +340,7 @@ export async function insertDeliveries(
   for (let i = 0; i < rows.length; i += DELIVERY_INSERT_CHUNK) {
     const chunk = rows.slice(i, i + DELIVERY_INSERT_CHUNK);
     const column = <T>(pick: (r: NewDelivery) => T) => sql.param(chunk.map(pick));
-    const inserted = await queryRows<{ id: string; first_job_id: string | null }>(
+    const inserted = await queryRows<{ id: string; channel: Channel; first_job_id: string | null }>(
       tx,
       sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
             event_type, channel, next_attempt_at, first_job_id)
@@ -350,9 +351,11 @@ export async function insertDeliveries(
             ${column((r) => r.nextAttemptAt.toISOString())}::timestamptz[],
             ${column((r) => r.firstJobId)}::text[])
           ON CONFLICT DO NOTHING
-          RETURNING id, first_job_id`,
+          RETURNING id, channel, first_job_id`,
     );
-    for (const r of inserted) created.push({ id: r.id, firstJobId: r.first_job_id });
+    for (const r of inserted) {
+      created.push({ id: r.id, channel: r.channel, firstJobId: r.first_job_id });
+    }
   }
   return created;
 }

@@ -1,3 +1,4 @@
+import type { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
@@ -24,6 +25,7 @@ export const deliverPayload = z.object({
 export type DeliverPayload = z.infer<typeof deliverPayload>;
 
 export type Channel = 'email' | 'webhook';
+export const CHANNELS: readonly Channel[] = ['webhook', 'email'];
 
 /**
  * Rows per first-attempt job, by channel. One job per row cost about 40 Redis commands and two
@@ -100,6 +102,13 @@ const MAX_ERROR_LENGTH = 1000;
 /** BullMQ states in which a job still runs by itself: an enqueue with its id would be ignored. */
 const LIVE_STATES = new Set(['waiting', 'active', 'prioritized', 'waiting-children']);
 
+export type DeliverQueues = Pick<Queues, 'deliverWebhook' | 'deliverEmail'>;
+
+/** The queue that carries a channel's deliver jobs. */
+export function deliverQueue(queues: DeliverQueues, channel: Channel): Queue {
+  return channel === 'email' ? queues.deliverEmail : queues.deliverWebhook;
+}
+
 /**
  * Adds the deliver job for a row's next attempt, `deliverJobId(id, attempts)`. A finished or
  * delayed job can already hold that id when the row was redelivered (its attempts start again
@@ -107,13 +116,14 @@ const LIVE_STATES = new Set(['waiting', 'active', 'prioritized', 'waiting-childr
  * with the id is left alone: it runs the attempt. Returns whether a job was added.
  */
 export async function enqueueDelivery(
-  queues: Pick<Queues, 'deliver'>,
-  deliveryId: string,
+  queues: DeliverQueues,
+  row: { id: string; channel: Channel },
   attempts: number,
   delayMs = 0,
 ): Promise<boolean> {
-  const jobId = deliverJobId(deliveryId, attempts);
-  const existing = await queues.deliver.getJob(jobId);
+  const queue = deliverQueue(queues, row.channel);
+  const jobId = deliverJobId(row.id, attempts);
+  const existing = await queue.getJob(jobId);
   if (existing) {
     if (LIVE_STATES.has(await existing.getState())) return false;
     try {
@@ -123,7 +133,7 @@ export async function enqueueDelivery(
       return false;
     }
   }
-  await queues.deliver.add(DELIVER_JOB, { deliveryIds: [deliveryId] } satisfies DeliverPayload, {
+  await queue.add(DELIVER_JOB, { deliveryIds: [row.id] } satisfies DeliverPayload, {
     jobId,
     ...(delayMs > 0 ? { delay: delayMs } : {}),
   });
@@ -147,31 +157,37 @@ export function planFirstAttempts<R extends { channel: Channel }>(
   });
 }
 
-/** First attempts of rows a check just committed: one job per planned batch. */
+/** First attempts of rows a check just committed: one job per planned batch, in its channel's queue. */
 export async function enqueueFirstAttempts(
-  queues: Pick<Queues, 'deliver'>,
-  created: readonly { id: string; firstJobId: string | null }[],
+  queues: DeliverQueues,
+  created: readonly { id: string; channel: Channel; firstJobId: string | null }[],
 ): Promise<void> {
-  const batches = new Map<string, string[]>();
+  const batches: Record<Channel, Map<string, string[]>> = { email: new Map(), webhook: new Map() };
   for (const row of created) {
     const jobId = row.firstJobId ?? deliverJobId(row.id, 0);
-    const ids = batches.get(jobId);
+    const ids = batches[row.channel].get(jobId);
     if (ids) ids.push(row.id);
-    else batches.set(jobId, [row.id]);
+    else batches[row.channel].set(jobId, [row.id]);
   }
-  if (batches.size === 0) return;
-  await queues.deliver.addBulk(
-    [...batches].map(([jobId, deliveryIds]) => ({
-      name: DELIVER_JOB,
-      data: { deliveryIds } satisfies DeliverPayload,
-      opts: { jobId },
-    })),
-  );
+  for (const channel of CHANNELS) {
+    if (batches[channel].size === 0) continue;
+    await deliverQueue(queues, channel).addBulk(
+      [...batches[channel]].map(([jobId, deliveryIds]) => ({
+        name: DELIVER_JOB,
+        data: { deliveryIds } satisfies DeliverPayload,
+        opts: { jobId },
+      })),
+    );
+  }
 }
 
-/** Whether a job with this id still runs by itself (waiting, active, …). */
-export async function isJobLive(queues: Pick<Queues, 'deliver'>, jobId: string): Promise<boolean> {
-  const job = await queues.deliver.getJob(jobId);
+/** Whether a job with this id still runs by itself (waiting, active, …) in the channel's queue. */
+export async function isJobLive(
+  queues: DeliverQueues,
+  channel: Channel,
+  jobId: string,
+): Promise<boolean> {
+  const job = await deliverQueue(queues, channel).getJob(jobId);
   return job !== undefined && LIVE_STATES.has(await job.getState());
 }
 
@@ -252,6 +268,9 @@ function classify(err: unknown): Failure {
   return { retryable: true, message };
 }
 
+/** Email sends under way per process: twice the pool, so a connection finds its next message. */
+export const EMAIL_SEND_SLOTS = MAIL_POOL_CONNECTIONS * 2;
+
 /** What one process shares between its deliver jobs: send slots per channel, the sent marks. */
 interface DeliverShared {
   slots: Record<Channel, Semaphore>;
@@ -266,8 +285,7 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
     s = {
       slots: {
         webhook: new Semaphore(ctx.config.deliveryConcurrency),
-        // Twice the pool, so a connection finds its next message waiting when it frees up.
-        email: new Semaphore(MAIL_POOL_CONNECTIONS * 2),
+        email: new Semaphore(EMAIL_SEND_SLOTS),
       },
       sent: new SentRecorder({ execute: (query) => queryPrepared(ctx.db, query) }),
     };
@@ -373,7 +391,7 @@ async function release(ctx: PipelineContext, rows: readonly ClaimedRow[]): Promi
   await ctx.db.execute(sql`
     UPDATE deliveries SET attempts = attempts - 1, claimed_until = NULL, updated_at = now()
     WHERE id = ANY(${sql.param(rows.map((r) => r.id))}::uuid[]) AND status IN ('pending', 'retrying')`);
-  for (const row of rows) await enqueueDelivery(ctx.queues, row.id, row.attempts - 1);
+  for (const row of rows) await enqueueDelivery(ctx.queues, row, row.attempts - 1);
 }
 
 async function recordFailure(
@@ -414,7 +432,7 @@ async function recordFailure(
       updated_at = now()
     WHERE id = ${row.id}`);
   // Should this enqueue be lost (Redis down), the sweeper finds the due row without a job.
-  await enqueueDelivery(ctx.queues, row.id, row.attempts, delayMs);
+  await enqueueDelivery(ctx.queues, row, row.attempts, delayMs);
   log.info(
     { channel: row.channel, attempt: row.attempts, delayMs, error: failure.message },
     'delivery will be retried',

@@ -2,22 +2,37 @@ import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 
 /**
- * The BullMQ side: four queues, one job kind each. Redis only carries ids (STYLE §3); what a
- * job needs is read from Postgres, which stays the truth (DESIGN invariant 1).
+ * The BullMQ side: a queue per job kind, and deliveries in a queue per channel. Redis only
+ * carries ids (STYLE §3); what a job needs is read from Postgres, which stays the truth
+ * (DESIGN invariant 1).
  */
 export const QUEUE_NAMES = {
   poll: 'poll',
   check: 'check',
-  deliver: 'deliver',
+  deliverWebhook: 'deliver-webhook',
+  deliverEmail: 'deliver-email',
   sweep: 'sweep',
 } as const;
 export type QueueName = (typeof QUEUE_NAMES)[keyof typeof QUEUE_NAMES];
 
+/**
+ * Both channels' deliver queues. Each has its own workers, so a slow or stalled mail server
+ * never holds webhook sends back (nor the reverse), and each channel drains at its own pace.
+ */
+export const DELIVER_QUEUES = [QUEUE_NAMES.deliverWebhook, QUEUE_NAMES.deliverEmail] as const;
+
+export function isDeliverQueue(name: QueueName): boolean {
+  return (DELIVER_QUEUES as readonly QueueName[]).includes(name);
+}
+
 export interface Queues {
   readonly poll: Queue;
   readonly check: Queue;
-  readonly deliver: Queue;
+  readonly deliverWebhook: Queue;
+  readonly deliverEmail: Queue;
   readonly sweep: Queue;
+  /** The same queues by their BullMQ names. */
+  readonly byName: Readonly<Record<QueueName, Queue>>;
   readonly prefix: string;
   close(): Promise<void>;
 }
@@ -44,7 +59,13 @@ export function createRedis(url: string): Redis {
  * failures are handled inside the jobs: a failed check waits for the next cycle, a failed send
  * is rescheduled through the ledger.
  */
-const ATTEMPTS: Record<QueueName, number> = { poll: 2, check: 3, deliver: 3, sweep: 1 };
+const ATTEMPTS: Record<QueueName, number> = {
+  poll: 2,
+  check: 3,
+  'deliver-webhook': 3,
+  'deliver-email': 3,
+  sweep: 1,
+};
 
 /**
  * Deletes every key under a BullMQ prefix (a demo's, a benchmark's or a test's), never touching
@@ -75,11 +96,19 @@ export function createQueues(connection: Redis, prefix: string): Queues {
   const queues = {
     poll: make('poll'),
     check: make('check'),
-    deliver: make('deliver'),
+    deliverWebhook: make('deliver-webhook'),
+    deliverEmail: make('deliver-email'),
     sweep: make('sweep'),
   };
   return {
     ...queues,
+    byName: {
+      poll: queues.poll,
+      check: queues.check,
+      'deliver-webhook': queues.deliverWebhook,
+      'deliver-email': queues.deliverEmail,
+      sweep: queues.sweep,
+    },
     prefix,
     async close() {
       await Promise.all(Object.values(queues).map((q) => q.close()));

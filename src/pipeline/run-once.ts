@@ -6,6 +6,7 @@ import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
+import { DELIVER_QUEUES } from './queues.js';
 import { startWorkers } from './workers.js';
 
 /** The `poll --once` summary line (INTERFACE §1). */
@@ -68,7 +69,7 @@ export async function runCycleOnce(
   options: { timeoutMs?: number } = {},
 ): Promise<CycleSummary> {
   const timeoutMs = options.timeoutMs ?? 10 * 60_000;
-  const workers = startWorkers(ctx, connection, ['check', 'deliver']);
+  const workers = startWorkers(ctx, connection, ['check', ...DELIVER_QUEUES]);
   try {
     const outcome = await runPoll(ctx, { jobKey: `once-${randomUUID()}` });
     const cycleId = outcome.cycleId;

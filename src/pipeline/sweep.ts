@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
-import { enqueueDelivery, isJobLive } from './deliver.js';
+import { enqueueDelivery, isJobLive, type Channel } from './deliver.js';
 
 export const SWEEP_JOB = 'sweep';
 
@@ -38,9 +38,14 @@ export async function runSweep(
 ): Promise<SweepOutcome> {
   const log = ctx.logger.child({ job: SWEEP_JOB });
   const grace = payload.graceSeconds ?? DEFAULT_GRACE_SECONDS;
-  const due = await queryRows<{ id: string; attempts: number; first_job_id: string | null }>(
+  const due = await queryRows<{
+    id: string;
+    channel: Channel;
+    attempts: number;
+    first_job_id: string | null;
+  }>(
     ctx.db,
-    sql`SELECT id, attempts, first_job_id FROM deliveries
+    sql`SELECT id, channel, attempts, first_job_id FROM deliveries
         WHERE status IN ('pending', 'retrying')
           AND next_attempt_at <= now() - make_interval(secs => ${grace})
           AND (claimed_until IS NULL OR claimed_until < now())
@@ -55,13 +60,13 @@ export async function runSweep(
     if (row.attempts === 0 && row.first_job_id) {
       let live = batchLive.get(row.first_job_id);
       if (live === undefined) {
-        live = await isJobLive(ctx.queues, row.first_job_id);
+        live = await isJobLive(ctx.queues, row.channel, row.first_job_id);
         batchLive.set(row.first_job_id, live);
       }
       if (live) continue;
     }
     // Skips rows whose own job is still waiting or running; replaces a finished job's id.
-    if (await enqueueDelivery(ctx.queues, row.id, row.attempts)) requeued += 1;
+    if (await enqueueDelivery(ctx.queues, row, row.attempts)) requeued += 1;
   }
 
   const pruned = await queryRows<{ n: number }>(

@@ -5,7 +5,7 @@ import type { PipelineContext } from './context.js';
 import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
-import { deliverPayload, runDeliver } from './deliver.js';
+import { deliverPayload, EMAIL_SEND_SLOTS, runDeliver } from './deliver.js';
 import { pollPayload, runPoll } from './poll.js';
 import type { QueueName } from './queues.js';
 import { runSweep, sweepPayload } from './sweep.js';
@@ -16,6 +16,9 @@ interface JobDefinition<S extends z.ZodType> {
 }
 
 const define = <S extends z.ZodType>(d: JobDefinition<S>) => d as JobDefinition<z.ZodType>;
+
+/** Both channels' deliver queues run the same job; a batch holds rows of one channel. */
+const deliver = define({ payload: deliverPayload, run: (ctx, p) => runDeliver(ctx, p) });
 
 /** One queue, one job kind, one processor (STYLE §2). */
 export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
@@ -42,7 +45,8 @@ export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
       }
     },
   }),
-  deliver: define({ payload: deliverPayload, run: (ctx, p) => runDeliver(ctx, p) }),
+  'deliver-webhook': deliver,
+  'deliver-email': deliver,
   sweep: define({ payload: sweepPayload, run: (ctx, p) => runSweep(ctx, p) }),
 };
 
@@ -70,7 +74,9 @@ export function startWorkers(
   const concurrency: Record<QueueName, number> = {
     poll: 1,
     check: ctx.config.checkConcurrency,
-    deliver: ctx.config.deliveryConcurrency,
+    'deliver-webhook': ctx.config.deliveryConcurrency,
+    // As many jobs as the process has email send slots: a retry's job carries a single row.
+    'deliver-email': EMAIL_SEND_SLOTS,
     sweep: 1,
   };
   const workers = queues.map((name) => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
+import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
@@ -188,14 +189,14 @@ describe('qwn deliveries and qwn redeliver', () => {
       expect(await ledger(hookId)).toMatchObject({ status: 'sent', attempts: 1 });
     }
 
-    const workers = startWorkers(rt.ctx, rt.redis, ['deliver']);
+    const workers = startWorkers(rt.ctx, rt.redis, [...DELIVER_QUEUES]);
     try {
       await h.smtp.waitForMessages(mailsBefore + 1);
       await expect
         .poll(async () => (await ledger(mailId)).status, { timeout: 10_000 })
         .toBe('sent');
       await expect
-        .poll(() => rt.ctx.queues.deliver.getJobCounts('waiting', 'active', 'delayed'), {
+        .poll(() => rt.ctx.queues.deliverEmail.getJobCounts('waiting', 'active', 'delayed'), {
           timeout: 10_000,
         })
         .toEqual({ waiting: 0, active: 0, delayed: 0 });

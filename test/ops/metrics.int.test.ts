@@ -70,19 +70,23 @@ describe('OpsMetrics on scrape', () => {
 
   it('reports queue depth per state and the age of the oldest waiting job', async () => {
     const m = metrics(new Date());
-    await queues.deliver.add(
+    await queues.deliverWebhook.add(
       'deliver',
       { deliveryId: 'x' },
       { jobId: 'oldest', timestamp: Date.now() - 42_000 },
     );
-    await queues.deliver.add('deliver', { deliveryId: 'y' }, { jobId: 'newer' });
-    await queues.deliver.add('deliver', { deliveryId: 'z' }, { jobId: 'later', delay: 60_000 });
+    await queues.deliverWebhook.add('deliver', { deliveryId: 'y' }, { jobId: 'newer' });
+    await queues.deliverWebhook.add(
+      'deliver',
+      { deliveryId: 'z' },
+      { jobId: 'later', delay: 60_000 },
+    );
     const { body } = await m.scrape();
-    expect(body).toContain('qwn_queue_jobs{queue="deliver",state="waiting"} 2');
-    expect(body).toContain('qwn_queue_jobs{queue="deliver",state="delayed"} 1');
+    expect(body).toContain('qwn_queue_jobs{queue="deliver-webhook",state="waiting"} 2');
+    expect(body).toContain('qwn_queue_jobs{queue="deliver-webhook",state="delayed"} 1');
     expect(body).toContain('qwn_queue_jobs{queue="poll",state="waiting"} 0');
     const age = Number(
-      /^qwn_queue_oldest_waiting_seconds\{queue="deliver"\} (\S+)$/m.exec(body)?.[1],
+      /^qwn_queue_oldest_waiting_seconds\{queue="deliver-webhook"\} (\S+)$/m.exec(body)?.[1],
     );
     expect(age).toBeGreaterThanOrEqual(42);
     expect(age).toBeLessThan(60);

@@ -83,7 +83,7 @@ describe('OpsMetrics without services', () => {
     );
     m.jobCompleted('check', {}, 'not an outcome');
     m.jobCompleted(
-      'deliver',
+      'deliver-webhook',
       {},
       {
         sent: { email: 2, webhook: 5 },
@@ -93,7 +93,7 @@ describe('OpsMetrics without services', () => {
         skipped: 3,
       },
     );
-    m.jobCompleted('deliver', {}, 'sent');
+    m.jobCompleted('deliver-email', {}, 'sent');
     m.jobCompleted('poll', {}, { ok: true });
     const { body } = await m.scrape();
     expect(body).toContain('qwn_upstream_calls_total{operation="warningList",outcome="ok"} 1');

@@ -92,11 +92,14 @@ describe('qwn worker: health, metrics and shutdown on a working upstream', () =>
     expect(
       metric(text, 'qwn_upstream_calls_total', { operation: 'warningNow', outcome: 'ok' }),
     ).toBeGreaterThanOrEqual(1);
-    for (const queue of ['poll', 'check', 'deliver', 'sweep']) {
+    for (const queue of ['poll', 'check', 'deliver-webhook', 'deliver-email', 'sweep']) {
       expect(metric(text, 'qwn_queue_jobs', { queue, state: 'waiting' })).toBeGreaterThanOrEqual(0);
       expect(metric(text, 'qwn_queue_oldest_waiting_seconds', { queue })).toBeGreaterThanOrEqual(0);
     }
-    expect(metric(text, 'qwn_queue_jobs', { queue: 'deliver', state: 'completed' })).toBe(2);
+    // One delivery per channel, each in its channel's queue.
+    for (const queue of ['deliver-webhook', 'deliver-email']) {
+      expect(metric(text, 'qwn_queue_jobs', { queue, state: 'completed' })).toBe(1);
+    }
     expect(metric(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(metric(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
   });

@@ -5,6 +5,7 @@ import { runCheck } from '../../src/pipeline/check-location.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
+import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
@@ -98,13 +99,17 @@ describe('concurrency and lost jobs', () => {
 
   it('a process that dies between the commit and the enqueue loses nothing: the sweeper delivers', async () => {
     const runtime = h.runtime();
+    type Queue = PipelineContext['queues']['deliverWebhook'];
+    const killedBeforeEnqueue = (queue: Queue) =>
+      Object.assign(Object.create(queue) as object, {
+        addBulk: () => Promise.reject(new Error('process killed before enqueue')),
+      }) as unknown as Queue;
     const crashing: PipelineContext = {
       ...runtime.ctx,
       queues: {
         ...runtime.ctx.queues,
-        deliver: Object.assign(Object.create(runtime.ctx.queues.deliver) as object, {
-          addBulk: () => Promise.reject(new Error('process killed before enqueue')),
-        }) as unknown as PipelineContext['queues']['deliver'],
+        deliverWebhook: killedBeforeEnqueue(runtime.ctx.queues.deliverWebhook),
+        deliverEmail: killedBeforeEnqueue(runtime.ctx.queues.deliverEmail),
       },
     };
     const poll = await runPoll(runtime.ctx, {});
@@ -119,14 +124,13 @@ describe('concurrency and lost jobs', () => {
     const stranded = await h.deliveries();
     expect(stranded).toHaveLength(OWED);
     expect(stranded.every((r) => r.status === 'pending' && r.attempts === 0)).toBe(true);
-    expect(await runtime.ctx.queues.deliver.getJobCounts('waiting', 'delayed')).toEqual({
-      waiting: 0,
-      delayed: 0,
-    });
+    for (const queue of [runtime.ctx.queues.deliverWebhook, runtime.ctx.queues.deliverEmail]) {
+      expect(await queue.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
+    }
 
     const sweep = await runSweep(runtime.ctx, { graceSeconds: 0 });
     expect(sweep.requeued).toBe(OWED);
-    const workers = startWorkers(runtime.ctx, runtime.redis, ['deliver']);
+    const workers = startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
     try {
       await waitUntil(
         async () => (await h.deliveries()).every((r) => r.status === 'sent'),
@@ -159,9 +163,10 @@ describe('concurrency and lost jobs', () => {
       await workers.close();
     }
     // Redis forgets every job of this deployment.
-    await runtime.ctx.queues.deliver.obliterate({ force: true });
+    await runtime.ctx.queues.deliverWebhook.obliterate({ force: true });
+    await runtime.ctx.queues.deliverEmail.obliterate({ force: true });
     expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(OWED);
-    const deliverers = startWorkers(runtime.ctx, runtime.redis, ['deliver']);
+    const deliverers = startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
     try {
       await waitUntil(
         async () => (await h.deliveries()).every((r) => r.status === 'sent'),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import {
   DELIVER_JOB,
+  deliverQueue,
   FIRST_ATTEMPT_BATCH,
   SEND_START_DEADLINE_MS,
   runDeliver,
@@ -128,7 +129,7 @@ describe('deliver jobs carrying many rows', () => {
         first_job_id = ${batchJobId}, next_attempt_at = now() - interval '1 minute'
       WHERE id = ANY(${sql.param(ids)}::uuid[])`);
     // No worker runs in this test: the job waits, as a storm's backlog would.
-    const batch = await rt.ctx.queues.deliver.add(
+    const batch = await rt.ctx.queues.deliverWebhook.add(
       DELIVER_JOB,
       { deliveryIds: ids },
       { jobId: batchJobId },
@@ -139,7 +140,7 @@ describe('deliver jobs carrying many rows', () => {
     await batch.remove();
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
     for (const id of ids) {
-      const job = await rt.ctx.queues.deliver.getJob(deliverJobId(id, 0));
+      const job = await rt.ctx.queues.deliverWebhook.getJob(deliverJobId(id, 0));
       expect(job?.data).toEqual({ deliveryIds: [id] });
       await job!.remove();
     }
@@ -168,7 +169,7 @@ describe('deliver jobs carrying many rows', () => {
     expect(webhookIds('/fz/')).toHaveLength(before);
     const [handedBack] = (await rowsAt(place)).filter((r) => r.id === row!.id);
     expect(handedBack).toMatchObject({ status: 'pending', attempts: 0, claimed_until: null });
-    const job = await rt.ctx.queues.deliver.getJob(deliverJobId(row!.id, 0));
+    const job = await deliverQueue(rt.ctx.queues, row!.channel).getJob(deliverJobId(row!.id, 0));
     expect(job?.data).toEqual({ deliveryIds: [row!.id] });
 
     // Its own job then sends it, once, under the same id.

@@ -215,7 +215,10 @@ export async function startFaultRun(
       UPDATE deliveries SET claimed_until = now() - interval '1 second'
       WHERE status IN ('pending', 'retrying') AND claimed_until > now()
         AND claimed_until < now() + interval '105 seconds'`);
-    const delayed = await runtime.ctx.queues.deliver.getDelayed();
+    const delayed = [
+      ...(await runtime.ctx.queues.deliverWebhook.getDelayed()),
+      ...(await runtime.ctx.queues.deliverEmail.getDelayed()),
+    ];
     await Promise.all(delayed.map((job) => job.promote().catch(() => undefined)));
     await runSweep(runtime.ctx, { graceSeconds: 0 });
   };

@@ -1,0 +1,80 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_ATTEMPT_BATCH } from '../../src/pipeline/deliver.js';
+import { runPoll } from '../../src/pipeline/poll.js';
+import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
+import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.js';
+import { v7Warning } from '../../src/simulator/index.js';
+import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import { waitUntil } from '../support/wait.js';
+
+/**
+ * Each channel has its own deliver queue and workers. With one queue, jobs of a stalled mail
+ * server took every job slot of the process, and webhooks waited behind them until the SMTP
+ * timeouts ran out.
+ */
+describe('deliver queues per channel', () => {
+  const held = new Set<Socket>();
+  let stalledSmtp: Server;
+  let h: PipelineHarness;
+  let workers: WorkerSet | undefined;
+
+  beforeAll(async () => {
+    // Accepts connections and never greets: every send waits for nodemailer's timeouts (10 s).
+    stalledSmtp = createServer((socket) => {
+      held.add(socket);
+      socket.on('close', () => held.delete(socket));
+    });
+    await new Promise<void>((resolve) => stalledSmtp.listen(0, '127.0.0.1', resolve));
+    const port = (stalledSmtp.address() as AddressInfo).port;
+    h = await startPipelineHarness({
+      env: { SMTP_URL: `smtp://127.0.0.1:${port}`, DELIVERY_CONCURRENCY: '4' },
+    });
+  });
+  afterAll(async () => {
+    // The mail server goes away first: the stuck sends fail at once and the workers can stop.
+    stalledSmtp.close();
+    for (const socket of held) socket.destroy();
+    await workers?.close(5000);
+    await h?.close();
+  });
+
+  it('sends webhooks while every email job waits on a mail server that does not answer', async () => {
+    const rt = h.runtime();
+    // More email jobs than the process takes webhook jobs at once: with one shared queue they
+    // would fill every slot.
+    const emailJobs = rt.ctx.config.deliveryConcurrency * 2;
+    await h.addPlace('101010100', '北京');
+    for (let i = 0; i < emailJobs * FIRST_ATTEMPT_BATCH.email; i += 1) {
+      await h.addEmailSubscriber(`duty${i}@example.com`, ['101010100']);
+    }
+    h.sim.setWarnings('101010100', [
+      v7Warning({ locationId: '101010100', seq: 1, typeCode: '1003', level: '橙色' }),
+    ]);
+    workers = startWorkers(rt.ctx, rt.redis, ['check', ...DELIVER_QUEUES]);
+    expect((await runPoll(rt.ctx, {})).ok).toBe(true);
+    await waitUntil(
+      async () => (await rt.ctx.queues.deliverEmail.getActiveCount()) > 0,
+      'email jobs under way',
+      20_000,
+      50,
+    );
+
+    // Now a webhook is owed somewhere else.
+    await h.addPlace('101020100', '上海');
+    await h.addWebhookSubscriber('/ops', ['101020100']);
+    h.sim.setWarnings('101020100', [
+      v7Warning({ locationId: '101020100', seq: 2, typeCode: '1003', level: '橙色' }),
+    ]);
+    expect((await runPoll(rt.ctx, {})).ok).toBe(true);
+    await waitUntil(() => h.hooks.requests.length === 1, 'the webhook received', 9_000, 50);
+
+    // No email attempt has ended yet: the webhook did not wait for the mail server.
+    const emails = (await h.deliveries()).filter((r) => r.channel === 'email');
+    expect(emails).toHaveLength(emailJobs * FIRST_ATTEMPT_BATCH.email);
+    expect(emails.every((r) => r.status === 'pending')).toBe(true);
+    const webhook = (await h.deliveries()).find((r) => r.channel === 'webhook');
+    expect(webhook).toMatchObject({ status: 'sent', attempts: 1 });
+  });
+});
