@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
 import { GroupCommit } from './group-commit.js';
 
@@ -10,6 +11,14 @@ export interface StatementRunner {
 const MAX_ROWS_PER_FLUSH = 1000;
 
 /**
+ * Pauses before a failed mark is written again. The sends it records have happened: a mark lost
+ * to a dropped connection or a terminated session would have its rows sent a second time once
+ * their claims run out (the fault suite's terminated sessions: 17 duplicates of 771 before).
+ * The write is idempotent, so trying again is always safe; the pauses stay far inside a claim.
+ */
+export const MARK_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2000];
+
+/**
  * Marks delivery rows sent, many per statement (a `GroupCommit`). Under load one statement
  * records hundreds of sends; when idle, a mark is written at once. The caller waits for its own
  * row's write, so a job never finishes ahead of its ledger, and the window in which a crash
@@ -18,21 +27,31 @@ const MAX_ROWS_PER_FLUSH = 1000;
 export class SentRecorder {
   readonly #marks: GroupCommit<{ id: string; at: Date }>;
 
-  constructor(db: StatementRunner) {
+  constructor(db: StatementRunner, retryDelaysMs: readonly number[] = MARK_RETRY_DELAYS_MS) {
     this.#marks = new GroupCommit(async (marks) => {
       const ids = sql.param(marks.map((m) => m.id));
       // The ANY() beside the join lets the planner look the rows up by primary key rather than
       // join the whole table when its statistics lag behind a storm's inserts.
-      await db.execute(sql`
+      const mark = sql`
         UPDATE deliveries d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
           last_error = NULL, updated_at = now()
         FROM unnest(${ids}::uuid[],
                     ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
-        WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`);
+        WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          await db.execute(mark);
+          return;
+        } catch (err) {
+          const pause = retryDelaysMs[attempt];
+          if (pause === undefined) throw err;
+          await sleep(pause);
+        }
+      }
     }, MAX_ROWS_PER_FLUSH);
   }
 
-  /** Resolves once the row is recorded as sent at `at`; rejects when that write failed. */
+  /** Resolves once the row is recorded as sent at `at`; rejects when that write failed for good. */
   markSent(id: string, at: Date): Promise<void> {
     return this.#marks.add({ id, at });
   }

@@ -81,15 +81,52 @@ describe('SentRecorder', () => {
     expect(n).toBe(60);
   });
 
-  it('rejects every mark of a write that failed, and recovers for the next', async () => {
+  it('writes a mark again when its session is terminated mid-write, so no send is repeated', async () => {
+    let writes = 0;
+    const recorder = new SentRecorder(
+      {
+        execute: (query: SQL) => {
+          writes += 1;
+          if (writes > 1) return database.db.execute(query);
+          // The first write's session is ended by the server while the mark is under way.
+          return database.db.transaction(async (tx) => {
+            await tx.execute(sql`SELECT pg_terminate_backend(pg_backend_pid())`);
+            await tx.execute(query);
+          });
+        },
+      },
+      [10],
+    );
+    const batch = ids.slice(271, 290);
+    await Promise.all(batch.map((id) => recorder.markSent(id, new Date())));
+    expect(writes).toBe(2);
+    const [{ n }] = (await queryRows<{ n: number }>(
+      database.db,
+      sql`SELECT count(*)::int AS n FROM deliveries
+          WHERE id = ANY(${sql.param(batch)}::uuid[]) AND status = 'sent'`,
+    )) as [{ n: number }];
+    expect(n).toBe(batch.length);
+  });
+
+  it('rejects every mark of a write that kept failing, and recovers for the next', async () => {
     let fail = true;
-    const recorder = new SentRecorder({
-      execute: (query: SQL) =>
-        fail ? Promise.reject(new Error('connection terminated')) : database.db.execute(query),
-    });
+    let writes = 0;
+    const recorder = new SentRecorder(
+      {
+        execute: (query: SQL) => {
+          writes += 1;
+          return fail
+            ? Promise.reject(new Error('connection terminated'))
+            : database.db.execute(query);
+        },
+      },
+      [1, 1],
+    );
     const marks = ids.slice(260, 270).map((id) => recorder.markSent(id, new Date()));
     const settled = await Promise.allSettled(marks);
     expect(settled.every((s) => s.status === 'rejected')).toBe(true);
+    // The first write and one more per pause.
+    expect(writes).toBe(3);
     fail = false;
     await recorder.markSent(ids[270]!, new Date());
     const rows = await queryRows<{ id: string; status: string }>(
