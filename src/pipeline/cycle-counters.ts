@@ -37,11 +37,8 @@ async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promis
   );
 }
 
-/**
- * The statement that adds checks to their cycle row. It ends with its WHERE clause, so a caller
- * may add conditions (a quiet check counts itself only if its own write applied).
- */
-export function cycleCountUpdate(cycleId: string, t: CheckTally): SQL {
+/** The statement that adds checks to their cycle row; it ends with its WHERE clause. */
+function cycleCountUpdate(cycleId: string, t: CheckTally): SQL {
   return sql`UPDATE poll_cycles SET
       checked = checked + ${t.checks},
       upstream_calls = upstream_calls + ${t.checks},
