@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
+import { parseMailFrom } from './channels/mime.js';
 
 /**
  * The only reader of the environment (STYLE §1). Everything else receives a `Config`.
@@ -51,7 +52,14 @@ const envSchema = z.object({
   CHECK_CONCURRENCY: optional(int(1, 1000)),
   DELIVERY_CONCURRENCY: optional(int(1, 1000)),
   SMTP_URL: optional(z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')),
-  MAIL_FROM: optional(z.string().min(3)),
+  MAIL_FROM: optional(
+    z
+      .string()
+      .refine(
+        (v) => parseMailFrom(v) !== undefined,
+        'must hold an email address, e.g. "qwn alerts <alerts@example.com>"',
+      ),
+  ),
   WEBHOOK_ALLOW_PRIVATE: optional(bool),
   WEBHOOK_TIMEOUT_MS: optional(int(100, 120_000)),
   HTTP_PORT: optional(int(0, 65_535)),

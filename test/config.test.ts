@@ -46,6 +46,19 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ QWEATHER_JWT_KEY_ID: 'abc' })).toThrow(/set all three or none/);
   });
 
+  it('wants an email address in MAIL_FROM, with or without a name', () => {
+    expect(loadConfig({ MAIL_FROM: 'alerts@example.com' }).mailFrom).toBe('alerts@example.com');
+    expect(loadConfig({ MAIL_FROM: '"和风预警" <alerts@example.com>' }).mailFrom).toBe(
+      '"和风预警" <alerts@example.com>',
+    );
+    // Without an address every email would be refused at send time: say so at start-up.
+    for (const bad of ['QWN Alerts', 'alerts', '<>', 'QWN <alerts at example.com>']) {
+      expect(() => loadConfig({ MAIL_FROM: bad })).toThrow(
+        /^MAIL_FROM: must hold an email address/,
+      );
+    }
+  });
+
   it('reads booleans', () => {
     expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(true);
     expect(loadConfig({ CHECK_ALL_LISTED: '0' }).checkAllListed).toBe(false);

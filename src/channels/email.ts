@@ -1,9 +1,8 @@
 import nodemailer from 'nodemailer';
-import addressparser from 'nodemailer/lib/addressparser';
 import type { NodemailerError } from 'nodemailer/lib/errors';
 import { renderEmail, type Notification } from '../domain/render.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
-import { composeMime, MimeHeaderError, type MimeAddress } from './mime.js';
+import { composeMime, MimeHeaderError, parseMailFrom } from './mime.js';
 
 /**
  * Email deliveries (INTERFACE §5) over pooled SMTP. SMTP replies are classified here
@@ -55,12 +54,6 @@ const PERMANENT_CODES = new Set(['ECONFIG', 'EENVELOPE', 'EMAXRECIPIENTS', 'ENOA
 /** The stable Message-ID of a notification: a consumer can drop a rare duplicate by it. */
 export function messageIdFor(deliveryId: string): string {
   return `<${deliveryId}@qwn>`;
-}
-
-/** The sender of a From value such as `"qwn" <alerts@example.com>`; undefined without an address. */
-function parseFrom(from: string): MimeAddress | undefined {
-  const [first] = addressparser(from, { flatten: true });
-  return first?.address ? { name: first.name, address: first.address } : undefined;
 }
 
 export function classifySmtpError(err: unknown): EmailError {
@@ -122,7 +115,7 @@ export const MAIL_POOL_CONNECTIONS = 10;
 export function createMailer(o: MailerOptions): Mailer {
   if (!o.smtpUrl) return unconfigured('SMTP_URL is not set');
   if (!o.from) return unconfigured('MAIL_FROM is not set');
-  const from = parseFrom(o.from);
+  const from = parseMailFrom(o.from);
   if (!from) return unconfigured('MAIL_FROM has no email address');
 
   try {

@@ -1,3 +1,5 @@
+import addressparser from 'nodemailer/lib/addressparser';
+
 /**
  * The MIME form of a notification email: headers, then a multipart/alternative body with a text
  * and an HTML part, both UTF-8 in base64. Composed here rather than by nodemailer's composer,
@@ -24,6 +26,13 @@ export interface MimeEmail {
   html: string;
   /** Separates the parts; must be outside the base64 alphabet (a `-` or `_` will do). */
   boundary: string;
+}
+
+/** The sender of a From value such as `"qwn" <alerts@example.com>`; undefined without one. */
+export function parseMailFrom(from: string): MimeAddress | undefined {
+  const [first] = addressparser(from, { flatten: true });
+  const address = first?.address ?? '';
+  return /^[^@\s<>]+@[^@\s<>]+$/.test(address) ? { name: first!.name, address } : undefined;
 }
 
 export class MimeHeaderError extends Error {
