@@ -184,7 +184,9 @@ export const warnings = pgTable(
     index('warnings_open_idx')
       .on(t.placeId)
       .where(sql`${t.state} = 'open'`),
-    index('warnings_last_seen_idx').on(t.lastSeen),
+    // Not last_seen, which every check rewrites: pruning finds rows by first_seen (migration
+    // 0004, which also leaves room on each page so that the rewrite stays a HOT update).
+    index('warnings_first_seen_idx').on(t.firstSeen),
     check('warnings_state', sql`${t.state} IN ('open', 'superseded', 'cancelled', 'expired')`),
     check('warnings_level', sql`${t.level} IN (${LEVEL_SQL}, 'unknown')`),
     check('warnings_status', sql`${t.status} IN ('active', 'update', 'cancel')`),
@@ -248,7 +250,8 @@ export const events = pgTable(
 
 /**
  * The delivery ledger: one row per (subscriber, warning id, event type) — DESIGN invariant 2.
- * Its id is the webhook-id and the email Message-ID, on every retry and redelivery.
+ * Its id is the webhook-id and the email Message-ID, on every retry and redelivery. Stored with
+ * fillfactor 50 (migration 0003), so that an attempt's claim is a HOT update.
  */
 export const deliveries = pgTable(
   'deliveries',

@@ -73,7 +73,10 @@ export async function runSweep(
     ctx.db,
     sql`WITH gone AS (
           DELETE FROM warnings
-          WHERE last_seen < now() - make_interval(hours => ${WARNING_RETENTION_HOURS})
+          -- A row last seen before the cut was first seen before it too: first_seen is the
+          -- indexed column, as last_seen is rewritten by every check (migration 0004).
+          WHERE first_seen < now() - make_interval(hours => ${WARNING_RETENTION_HOURS})
+            AND last_seen < now() - make_interval(hours => ${WARNING_RETENTION_HOURS})
           RETURNING 1)
         SELECT count(*)::int AS n FROM gone`,
   );

@@ -107,7 +107,12 @@ describe('the pipeline on PGlite', () => {
 
   it('sweeps: requeues nothing early, prunes old warnings, closes stuck cycles', async () => {
     await database.db.execute(sql`
-      UPDATE warnings SET last_seen = now() - interval '73 hours' WHERE place_id = ${BEIJING}`);
+      UPDATE warnings SET first_seen = now() - interval '74 hours',
+        last_seen = now() - interval '73 hours'
+      WHERE place_id = ${BEIJING}`);
+    // First seen as long ago but seen again just now: still tracked, not pruned.
+    await database.db.execute(sql`
+      UPDATE warnings SET first_seen = now() - interval '80 hours' WHERE place_id = ${HANGZHOU}`);
     await database.db.execute(sql`
       INSERT INTO poll_cycles (status, started_at) VALUES ('running', now() - interval '2 hours')`);
     const outcome = await runSweep(runtime.ctx, { graceSeconds: 0 });
