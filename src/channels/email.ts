@@ -106,9 +106,10 @@ function unconfigured(problem: string): Mailer {
 
 /**
  * SMTP connections per process; the deliver job keeps about twice as many sends queued. A send
- * is several round trips, so under load the rate follows the number of connections: 5 held a
- * storm's email to about 600 a second on the bench machine, 10 gave about 750 (BENCHMARKS.md).
- * Two workers then hold 20, well under common per-client limits (Postfix allows 50).
+ * is two round trips (the envelope pipelined, then the message), so under load the rate
+ * follows the number of connections: 5 held a storm's email to about 600 a second on the bench
+ * machine, 10 gave about 750 (BENCHMARKS.md). Two workers then hold 20, well under common
+ * per-client limits (Postfix allows 50).
  */
 export const MAIL_POOL_CONNECTIONS = 10;
 
