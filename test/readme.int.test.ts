@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../src/config.js';
-import { createTestDatabase, type TestDatabase } from './support/db.js';
+import { useSqlClient } from './support/db.js';
 
 const readme = readFileSync('README.md', 'utf8');
 
@@ -28,32 +27,22 @@ describe('README', () => {
   });
 
   describe('the SQL an admin is shown', () => {
-    let database: TestDatabase;
-    let client: pg.Client;
-    beforeAll(async () => {
-      database = await createTestDatabase();
-      client = new pg.Client({ connectionString: database.url });
-      await client.connect();
-    });
-    afterAll(async () => {
-      await client.end();
-      await database.drop();
-    });
+    const sql = useSqlClient();
 
     it('runs as written and does what it says', async () => {
       const blocks = [...section('### With SQL').matchAll(/```sql\n([\s\S]*?)```/g)].map(
         (m) => m[1]!,
       );
       expect(blocks.length).toBeGreaterThan(0);
-      for (const block of blocks) await client.query(block);
-      const subscribers = await client.query<{ email: string | null; active: boolean }>(
+      for (const block of blocks) await sql.client.query(block);
+      const subscribers = await sql.client.query<{ email: string | null; active: boolean }>(
         'SELECT email, active FROM subscribers ORDER BY email NULLS LAST',
       );
       expect(subscribers.rows).toEqual([
         { email: 'night@example.com', active: true },
         { email: null, active: true },
       ]);
-      const subscriptions = await client.query<{
+      const subscriptions = await sql.client.query<{
         min_level: string | null;
         events: string[] | null;
       }>('SELECT min_level, events FROM subscriptions ORDER BY min_level NULLS LAST');

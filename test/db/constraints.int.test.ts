@@ -1,34 +1,25 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useSqlClient } from '../support/db.js';
 
 /** An admin editing with SQL cannot store what the seed file would refuse (invariant 6). */
 describe('database constraints', () => {
-  let database: TestDatabase;
-  let client: pg.Client;
+  const sql = useSqlClient();
   const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    await client.query(`INSERT INTO places (id, name) VALUES ('101210101', '杭州')`);
-  });
-  afterAll(async () => {
-    await client.end();
-    await database.drop();
+    await sql.client.query(`INSERT INTO places (id, name) VALUES ('101210101', '杭州')`);
   });
 
   const refuses = async (statement: string, constraint: string) => {
-    await expect(client.query(statement)).rejects.toMatchObject({ constraint });
+    await expect(sql.client.query(statement)).rejects.toMatchObject({ constraint });
   };
 
   it('accepts a well-formed subscriber of each kind', async () => {
-    await client.query(`INSERT INTO subscribers (email) VALUES ('duty@example.com')`);
-    await client.query(
+    await sql.client.query(`INSERT INTO subscribers (email) VALUES ('duty@example.com')`);
+    await sql.client.query(
       `INSERT INTO subscribers (webhook_url, webhook_secret) VALUES ('https://hooks.example.com/q', '${secret}')`,
     );
-    const { rows } = await client.query<{ n: number }>(
+    const { rows } = await sql.client.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM subscribers',
     );
     expect(rows[0]?.n).toBe(2);
@@ -70,7 +61,7 @@ describe('database constraints', () => {
   });
 
   it('refuses unknown levels and event kinds in subscriptions', async () => {
-    const { rows } = await client.query<{ id: string }>(
+    const { rows } = await sql.client.query<{ id: string }>(
       `SELECT id FROM subscribers WHERE email = 'duty@example.com'`,
     );
     const id = rows[0]!.id;
@@ -87,26 +78,26 @@ describe('database constraints', () => {
       'subscriptions_types',
     );
     await expect(
-      client.query(
+      sql.client.query(
         `INSERT INTO subscriptions (subscriber_id, place_id) VALUES ('${id}', 'no-such-place')`,
       ),
     ).rejects.toMatchObject({ code: '23503' });
-    await client.query(
+    await sql.client.query(
       `INSERT INTO subscriptions (subscriber_id, place_id, min_level, events) VALUES ('${id}', '101210101', '黄色', ARRAY['new','cancel'])`,
     );
   });
 
   it('keeps one delivery per subscriber, warning and event type', async () => {
-    const { rows } = await client.query<{ id: string }>(
+    const { rows } = await sql.client.query<{ id: string }>(
       `SELECT id FROM subscribers WHERE email = 'duty@example.com'`,
     );
     const subscriber = rows[0]!.id;
-    const event = await client.query<{ id: string }>(
+    const event = await sql.client.query<{ id: string }>(
       `INSERT INTO events (place_id, warning_id, type, record) VALUES ('101210101', 'w1', 'new', '{}') RETURNING id`,
     );
     const insert = `INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
       VALUES ('${subscriber}', ${event.rows[0]!.id}, '101210101', 'w1', 'new', 'email')`;
-    await client.query(insert);
+    await sql.client.query(insert);
     await refuses(insert, 'deliveries_once');
   });
 });

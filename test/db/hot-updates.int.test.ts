@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { describe, expect, it } from 'vitest';
+import { useSqlClient } from '../support/db.js';
 
 /**
  * The two updates that happen most often touch no indexed column and find room on their page,
@@ -23,27 +23,17 @@ async function updatesInTransaction(client: pg.Client, table: string) {
 }
 
 describe('HOT updates', () => {
-  let database: TestDatabase;
-  let client: pg.Client;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-  });
-  afterAll(async () => {
-    await client?.end();
-    await database?.drop();
-  });
+  const sql = useSqlClient();
 
   it('claims rows in place, without new index entries', async () => {
-    await client.query(`INSERT INTO places (id, name) VALUES ('101210101', '杭州')`);
-    const event = await client.query<{ id: string }>(
+    await sql.client.query(`INSERT INTO places (id, name) VALUES ('101210101', '杭州')`);
+    const event = await sql.client.query<{ id: string }>(
       `INSERT INTO events (place_id, warning_id, type, record)
        VALUES ('101210101', '10121010120260701080000001', 'new', '{}') RETURNING id`,
     );
     // Rows as a storm writes them: many to a page, each with its first job's id.
     const rows = 500;
-    await client.query(
+    await sql.client.query(
       `WITH s AS (
          INSERT INTO subscribers (email)
          SELECT 'duty' || n || '@example.com' FROM generate_series(1, $1::int) n RETURNING id)
@@ -54,28 +44,28 @@ describe('HOT updates', () => {
        FROM s`,
       [rows, event.rows[0]!.id],
     );
-    const pagesBefore = await client.query<{ id: string; page: string }>(
+    const pagesBefore = await sql.client.query<{ id: string; page: string }>(
       `SELECT id, (ctid::text::point)[0]::text AS page FROM deliveries`,
     );
     expect(pagesBefore.rows).toHaveLength(rows);
     // More than one page, or every update would fit anyway.
     expect(new Set(pagesBefore.rows.map((r) => r.page)).size).toBeGreaterThan(3);
 
-    await client.query('BEGIN');
+    await sql.client.query('BEGIN');
     try {
       // The columns an attempt's claim writes (src/pipeline/deliver.ts).
-      await client.query(`UPDATE deliveries SET attempts = attempts + 1,
+      await sql.client.query(`UPDATE deliveries SET attempts = attempts + 1,
         claimed_until = now() + interval '120 seconds', updated_at = now()`);
-      expect(await updatesInTransaction(client, 'deliveries')).toEqual({
+      expect(await updatesInTransaction(sql.client, 'deliveries')).toEqual({
         upd: String(rows),
         hot: String(rows),
       });
-      await client.query('COMMIT');
+      await sql.client.query('COMMIT');
     } catch (err) {
-      await client.query('ROLLBACK');
+      await sql.client.query('ROLLBACK');
       throw err;
     }
-    const pagesAfter = await client.query<{ id: string; page: string }>(
+    const pagesAfter = await sql.client.query<{ id: string; page: string }>(
       `SELECT id, (ctid::text::point)[0]::text AS page FROM deliveries`,
     );
     const before = new Map(pagesBefore.rows.map((r) => [r.id, r.page]));
@@ -86,7 +76,7 @@ describe('HOT updates', () => {
   it('re-marks the warnings a check still sees in place', async () => {
     // Warnings as a storm leaves them: many places, a few each, with their stored records.
     const text = '预计未来24小时内将受暴雨影响，请注意防范。'.repeat(8);
-    await client.query(
+    await sql.client.query(
       `INSERT INTO warnings (place_id, warning_id, state, title, level, status, record, raw,
                              first_seen, last_seen)
        SELECT 'p' || (n / 3), 'w' || n, 'open', '暴雨橙色预警', '橙色', 'active',
@@ -96,14 +86,17 @@ describe('HOT updates', () => {
        FROM generate_series(1, 600) n`,
       [text],
     );
-    await client.query('BEGIN');
+    await sql.client.query('BEGIN');
     try {
       // The columns a check that sees them again writes (markSeen, the quiet check).
-      await client.query(`UPDATE warnings SET last_seen = now(), misses = 0`);
-      expect(await updatesInTransaction(client, 'warnings')).toEqual({ upd: '600', hot: '600' });
-      await client.query('COMMIT');
+      await sql.client.query(`UPDATE warnings SET last_seen = now(), misses = 0`);
+      expect(await updatesInTransaction(sql.client, 'warnings')).toEqual({
+        upd: '600',
+        hot: '600',
+      });
+      await sql.client.query('COMMIT');
     } catch (err) {
-      await client.query('ROLLBACK');
+      await sql.client.query('ROLLBACK');
       throw err;
     }
   });

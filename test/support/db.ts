@@ -1,3 +1,5 @@
+import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { openPostgres, type Database } from '../../src/db/client.js';
 import { createScratchDatabase } from '../../src/db/scratch.js';
 
@@ -25,6 +27,36 @@ export async function createTestDatabase(
     async drop() {
       await database.close();
       await drop();
+    },
+  };
+}
+
+/**
+ * A fresh migrated database and one plain pg client on it, for the enclosing describe block:
+ * tests that speak SQL as an admin would. Read `client` and `database` inside tests and hooks.
+ */
+export function useSqlClient(): { readonly client: pg.Client; readonly database: TestDatabase } {
+  let database: TestDatabase | undefined;
+  let client: pg.Client | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+  });
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useSqlClient: read before its beforeAll ran');
+    return value;
+  };
+  return {
+    get client() {
+      return ready(client);
+    },
+    get database() {
+      return ready(database);
     },
   };
 }
