@@ -105,13 +105,13 @@ function unconfigured(problem: string): Mailer {
 }
 
 /**
- * SMTP connections per process; the deliver job keeps about twice as many sends queued. A send
- * is two round trips (the envelope pipelined, then the message), so under load the rate
- * follows the number of connections: 5 held a storm's email to about 600 a second on the bench
- * machine, 10 gave about 750 (BENCHMARKS.md). Two workers then hold 20, well under common
- * per-client limits (Postfix allows 50).
+ * SMTP connections per process; the deliver job keeps about twice as many sends queued. Under
+ * load 10 connections sent a storm's email about a quarter faster (a send is two round trips),
+ * but every message on the wire when a process dies is sent again after the restart: with 10,
+ * a worker killed mid-storm resent 18 of 753 notifications, over the fault suite's bound of
+ * max(5, 2 %) (BENCHMARKS.md, item 12).
  */
-export const MAIL_POOL_CONNECTIONS = 10;
+export const MAIL_POOL_CONNECTIONS = 5;
 
 export function createMailer(o: MailerOptions): Mailer {
   if (!o.smtpUrl) return unconfigured('SMTP_URL is not set');

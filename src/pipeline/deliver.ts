@@ -268,12 +268,29 @@ function classify(err: unknown): Failure {
   return { retryable: true, message };
 }
 
-/** Email sends under way per process: twice the pool, so a connection finds its next message. */
-export const EMAIL_SEND_SLOTS = MAIL_POOL_CONNECTIONS * 2;
+/** Email deliver jobs per process: twice the pool, so a connection finds its next rows claimed. */
+export const EMAIL_DELIVER_JOBS = MAIL_POOL_CONNECTIONS * 2;
 
-/** What one process shares between its deliver jobs: send slots per channel, the sent marks. */
+/**
+ * Of a process's DELIVERY_CONCURRENCY sends, how many may be emails: the mail pool's
+ * connections, and always one fewer than the whole, so that a mail server that stalls every
+ * send still leaves webhooks a slot.
+ */
+export function emailSendShare(deliveryConcurrency: number): number {
+  return Math.max(1, Math.min(MAIL_POOL_CONNECTIONS, deliveryConcurrency - 1));
+}
+
+/**
+ * What one process shares between its deliver jobs: its send slots and the sent marks. Every
+ * send holds one of `sends` (DELIVERY_CONCURRENCY), whatever its channel: the sends on the wire
+ * when a process dies are what it sends again after a restart, so their number stays the one
+ * configured even though each channel has its own queue (the fault suite's killed worker
+ * resent up to 18 of 753 when each channel had its own slots, at most 8 with one budget). An
+ * email first takes one of `emailShare`, so email never holds all of them.
+ */
 interface DeliverShared {
-  slots: Record<Channel, Semaphore>;
+  sends: Semaphore;
+  emailShare: Semaphore;
   sent: SentRecorder;
 }
 
@@ -283,10 +300,8 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
   let s = shared.get(ctx);
   if (!s) {
     s = {
-      slots: {
-        webhook: new Semaphore(ctx.config.deliveryConcurrency),
-        email: new Semaphore(EMAIL_SEND_SLOTS),
-      },
+      sends: new Semaphore(ctx.config.deliveryConcurrency),
+      emailShare: new Semaphore(emailSendShare(ctx.config.deliveryConcurrency)),
       sent: new SentRecorder({ execute: (query) => queryPrepared(ctx.db, query) }),
     };
     shared.set(ctx, s);
@@ -345,7 +360,7 @@ export function inactiveReason(disabledReason: string | null): string {
     : 'subscriber is paused (active = false)';
 }
 
-/** One row: send within the channel's slots, then record the outcome. */
+/** One row: send within the process's slots, then record the outcome. */
 async function attempt(
   ctx: PipelineContext,
   log: Logger,
@@ -359,7 +374,7 @@ async function attempt(
       message: inactiveReason(row.disabled_reason),
     });
   }
-  const sent = await s.slots[row.channel].run(async (): Promise<Failure | 'sent' | 'late'> => {
+  const send = async (): Promise<Failure | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
     const notification = notificationFor(row);
     try {
@@ -375,7 +390,11 @@ async function attempt(
     } catch (err) {
       return classify(err);
     }
-  });
+  };
+  const sent =
+    row.channel === 'email'
+      ? await s.emailShare.run(() => s.sends.run(send))
+      : await s.sends.run(send);
   if (sent === 'late') return 'released';
   if (sent !== 'sent') return recordFailure(ctx, log, row, sent);
   await s.sent.markSent(row.id, new Date());

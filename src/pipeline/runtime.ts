@@ -5,6 +5,7 @@ import { openPostgres, type Database } from '../db/client.js';
 import { registerSecret, type Logger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import type { JobObserver, PipelineContext, UpstreamGate } from './context.js';
+import { EMAIL_DELIVER_JOBS } from './deliver.js';
 import { createQueues, createRedis } from './queues.js';
 import type { Redis } from 'ioredis';
 
@@ -61,7 +62,14 @@ export function createRuntime(
   const database =
     options.database ??
     openPostgres(config.databaseUrl!, {
-      poolSize: Math.max(10, config.checkConcurrency + Math.ceil(config.deliveryConcurrency / 2)),
+      // A check holds a connection for its transaction, a deliver job of either channel's
+      // queue one for its claim, and the sent marks one more.
+      poolSize: Math.max(
+        10,
+        config.checkConcurrency +
+          Math.ceil((config.deliveryConcurrency + EMAIL_DELIVER_JOBS) / 2) +
+          1,
+      ),
     });
   const redis = createRedis(config.redisUrl);
   redis.on('error', (err) => logger.error({ err }, 'redis connection error'));

@@ -5,7 +5,7 @@ import type { PipelineContext } from './context.js';
 import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
-import { deliverPayload, EMAIL_SEND_SLOTS, runDeliver } from './deliver.js';
+import { deliverPayload, EMAIL_DELIVER_JOBS, runDeliver } from './deliver.js';
 import { pollPayload, runPoll } from './poll.js';
 import type { QueueName } from './queues.js';
 import { runSweep, sweepPayload } from './sweep.js';
@@ -75,8 +75,8 @@ export function startWorkers(
     poll: 1,
     check: ctx.config.checkConcurrency,
     'deliver-webhook': ctx.config.deliveryConcurrency,
-    // As many jobs as the process has email send slots: a retry's job carries a single row.
-    'deliver-email': EMAIL_SEND_SLOTS,
+    // Enough jobs to keep the mail pool busy even when each carries a single row (a retry).
+    'deliver-email': EMAIL_DELIVER_JOBS,
     sweep: 1,
   };
   const workers = queues.map((name) => {
