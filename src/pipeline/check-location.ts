@@ -36,6 +36,22 @@ export interface CheckOutcome {
   deliveries: number;
 }
 
+/** An applied check that has not found anything yet. */
+export function emptyOutcome(fetchOk: boolean): CheckOutcome {
+  return { applied: true, fetchOk, events: NO_EVENTS(), deliveries: 0 };
+}
+
+/**
+ * Whether an answer was fetched before the one already applied to its place or point:
+ * applying it could count a miss twice or bring back what a newer answer closed.
+ */
+export function isStale(
+  lastFetchedAt: Date | string | null | undefined,
+  fetchStartedAt: Date,
+): boolean {
+  return lastFetchedAt != null && new Date(lastFetchedAt) > fetchStartedAt;
+}
+
 /** A delivery row just created, and the job that will carry its first attempt. */
 export interface CreatedDelivery {
   id: string;
@@ -268,16 +284,10 @@ async function applyQuietCheck(
         FROM places p WHERE p.id = ${placeId}`,
   );
   if (!place) return null;
-  const result: CheckOutcome = {
-    applied: true,
-    fetchOk: fetch.ok,
-    events: NO_EVENTS(),
-    deliveries: 0,
-  };
+  const result = emptyOutcome(fetch.ok);
   if (place.last_cycle_id === cycleId) return { ...result, applied: false };
-  const stale = place.last_fetched_at != null && new Date(place.last_fetched_at) > fetchStartedAt;
   let seen: string[] = [];
-  if (fetch.ok && !stale) {
+  if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
     const tracked = (place.tracked ?? []).map(toTracked);
     const detected = detectChanges({ tracked, fetch, now, settings });
     if (detected.events.length > 0 || detected.changes.length > 0) return null;
@@ -398,19 +408,9 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
         tx,
         sql`SELECT last_cycle_id, last_fetched_at FROM places WHERE id = ${placeId} FOR UPDATE`,
       );
-      const result: CheckOutcome = {
-        applied: true,
-        fetchOk: fetch.ok,
-        events: NO_EVENTS(),
-        deliveries: 0,
-      };
+      const result = emptyOutcome(fetch.ok);
       if (place?.last_cycle_id === cycleId) return { ...result, applied: false };
-      // An answer fetched before one already applied is stale: applying it could count a miss
-      // twice or bring back what a newer answer closed.
-      const stale =
-        place?.last_fetched_at != null && new Date(place.last_fetched_at) > fetchStartedAt;
-
-      if (fetch.ok && !stale) {
+      if (fetch.ok && !isStale(place?.last_fetched_at, fetchStartedAt)) {
         const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
         const tracked = await readTracked(tx, placeId, windowStart);
         const detected = detectChanges({ tracked, fetch, now, settings });

@@ -26,6 +26,8 @@ import {
   toFilter,
   withoutRaw,
   writeWarnings,
+  emptyOutcome,
+  isStale,
   type CheckOutcome,
   type Tx,
   insertDeliveries,
@@ -300,15 +302,9 @@ export async function runCheckPoint(
       sql`SELECT last_cycle_id, last_fetched_at, last_tag FROM alert_points
           WHERE id = ${point.key} FOR UPDATE`,
     );
-    const result: CheckOutcome = {
-      applied: true,
-      fetchOk: fetch.ok,
-      events: NO_EVENTS(),
-      deliveries: 0,
-    };
+    const result = emptyOutcome(fetch.ok);
     if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
-    const stale = row?.last_fetched_at != null && new Date(row.last_fetched_at) > fetchStartedAt;
-    const apply = fetch.ok && !stale;
+    const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
 
     if (fetch.ok && apply) {
       const windowStart = new Date(now.getTime() - settings.reappearWindowMs);

@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { NO_EVENTS, type EventType } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
@@ -32,14 +32,7 @@ export interface CheckCount {
  * own transaction): the row's lock is held only while the server runs it.
  */
 async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promise<void> {
-  await db.execute(
-    sql`${cycleCountUpdate(cycleId, t)} AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`,
-  );
-}
-
-/** The statement that adds checks to their cycle row; it ends with its WHERE clause. */
-function cycleCountUpdate(cycleId: string, t: CheckTally): SQL {
-  return sql`UPDATE poll_cycles SET
+  await db.execute(sql`UPDATE poll_cycles SET
       checked = checked + ${t.checks},
       upstream_calls = upstream_calls + ${t.checks},
       upstream_errors = upstream_errors + ${t.upstreamErrors},
@@ -52,7 +45,8 @@ function cycleCountUpdate(cycleId: string, t: CheckTally): SQL {
                     ELSE status END,
       finished_at = CASE WHEN checked + ${t.checks} >= planned AND finished_at IS NULL
                          THEN ${t.now} ELSE finished_at END
-    WHERE id = ${cycleId}`;
+    WHERE id = ${cycleId}
+      AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`);
 }
 
 /** The checks of a batch summed per cycle. */
