@@ -25,17 +25,12 @@ export function isDeliverQueue(name: QueueName): boolean {
   return (DELIVER_QUEUES as readonly QueueName[]).includes(name);
 }
 
-export interface Queues {
-  readonly poll: Queue;
-  readonly check: Queue;
-  readonly deliverWebhook: Queue;
-  readonly deliverEmail: Queue;
-  readonly sweep: Queue;
-  /** The same queues by their BullMQ names. */
+/** Each queue under its key in QUEUE_NAMES (`queues.deliverEmail`), and by its BullMQ name. */
+export type Queues = Readonly<Record<keyof typeof QUEUE_NAMES, Queue>> & {
   readonly byName: Readonly<Record<QueueName, Queue>>;
   readonly prefix: string;
   close(): Promise<void>;
-}
+};
 
 /**
  * Bounded job history: enough to inspect recent work without letting Redis grow without end
@@ -93,25 +88,21 @@ export function createQueues(connection: Redis, prefix: string): Queues {
         backoff: { type: 'exponential', delay: 2000 },
       },
     });
-  const queues = {
-    poll: make('poll'),
-    check: make('check'),
-    deliverWebhook: make('deliver-webhook'),
-    deliverEmail: make('deliver-email'),
-    sweep: make('sweep'),
-  };
+  const entries = Object.entries(QUEUE_NAMES) as [keyof typeof QUEUE_NAMES, QueueName][];
+  const byKey = Object.fromEntries(entries.map(([key, name]) => [key, make(name)])) as Record<
+    keyof typeof QUEUE_NAMES,
+    Queue
+  >;
+  const byName = Object.fromEntries(entries.map(([key, name]) => [name, byKey[key]])) as Record<
+    QueueName,
+    Queue
+  >;
   return {
-    ...queues,
-    byName: {
-      poll: queues.poll,
-      check: queues.check,
-      'deliver-webhook': queues.deliverWebhook,
-      'deliver-email': queues.deliverEmail,
-      sweep: queues.sweep,
-    },
+    ...byKey,
+    byName,
     prefix,
     async close() {
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      await Promise.all(Object.values(byKey).map((q) => q.close()));
     },
   };
 }
