@@ -7,6 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { parseFilterInput, type SubscriptionFilter } from '../domain/filters.js';
 import { parseCoordinates, type Coordinates } from '../qweather/params.js';
+import {
+  decodeWebhookKey,
+  SECRET_MAX_BYTES,
+  SECRET_MIN_BYTES,
+  WEBHOOK_SECRET_PREFIX as SECRET_PREFIX,
+} from '../channels/webhook-secret.js';
 
 /** One thing wrong with the file: `index` is the subscriber's position, null for the document. */
 export interface SeedProblem {
@@ -80,10 +86,6 @@ const LOCATION_ID = /^(?=.*\d)[A-Za-z0-9]{1,32}$/;
 // as strict, so nothing the seed accepts can be refused by Postgres (DESIGN invariant 6).
 const EMAIL = /^[^@\s]+@(?:[^@\s.]+\.)+[^@\s.]+$/;
 const DB_WEBHOOK = /^https?:\/\/[^/@\s]+(\/\S*)?$/;
-const SECRET_PREFIX = 'whsec_';
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
-export const SECRET_MIN_BYTES = 24;
-export const SECRET_MAX_BYTES = 64;
 /** Standard Webhooks' own generators use 24 bytes; 32 leaves margin at no cost. */
 const GENERATED_SECRET_BYTES = 32;
 
@@ -149,13 +151,13 @@ export function checkWebhookUrl(value: string): string | null {
 
 export function checkWebhookSecret(value: string): string | null {
   if (!value.startsWith(SECRET_PREFIX)) return `must start with "${SECRET_PREFIX}"`;
-  const encoded = value.slice(SECRET_PREFIX.length);
-  if (!BASE64.test(encoded)) return `must be "${SECRET_PREFIX}" followed by base64`;
-  const bytes = Buffer.from(encoded, 'base64');
-  // Node's decoder skips what it cannot read; a round trip proves the text was real base64.
-  if (bytes.toString('base64').replace(/=+$/, '') !== encoded.replace(/=+$/, '')) {
-    return `must be "${SECRET_PREFIX}" followed by valid base64`;
+  const decoded = decodeWebhookKey(value.slice(SECRET_PREFIX.length));
+  if ('problem' in decoded) {
+    return decoded.problem === 'not-base64'
+      ? `must be "${SECRET_PREFIX}" followed by base64`
+      : `must be "${SECRET_PREFIX}" followed by valid base64`;
   }
+  const bytes = decoded.key;
   if (bytes.length < SECRET_MIN_BYTES || bytes.length > SECRET_MAX_BYTES) {
     return `must decode to ${SECRET_MIN_BYTES}–${SECRET_MAX_BYTES} bytes (got ${bytes.length})`;
   }

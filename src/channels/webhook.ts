@@ -7,6 +7,7 @@ import { webhookPayload, type Notification } from '../domain/render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
 import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
+import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /**
  * Webhook deliveries (INTERFACE §4): one signed POST per attempt, classified on the spot
@@ -143,9 +144,6 @@ function parseTarget(url: string, allowPrivate: boolean): URL {
   return parsed;
 }
 
-const SECRET_PREFIX = 'whsec_';
-const BASE64_KEY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 /**
  * The Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256, keyed by the secret's
  * base64 key, of `id.timestamp.body`. node:crypto rather than standardwebhooks' `sign`: the
@@ -153,8 +151,11 @@ const BASE64_KEY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}
  * tests verify these signatures with the library.
  */
 export function signWebhook(secret: string, id: string, at: Date, body: string): string {
-  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
-  if (encoded === '' || !BASE64_KEY.test(encoded)) {
+  const encoded = secret.startsWith(WEBHOOK_SECRET_PREFIX)
+    ? secret.slice(WEBHOOK_SECRET_PREFIX.length)
+    : secret;
+  const decoded = decodeWebhookKey(encoded);
+  if ('problem' in decoded || decoded.key.length < SECRET_MIN_BYTES) {
     // Names only the problem: a message quoting the secret would end up in the ledger.
     throw new WebhookError('webhook secret is not a valid whsec_ base64 key', {
       kind: 'invalid-target',
@@ -162,7 +163,7 @@ export function signWebhook(secret: string, id: string, at: Date, body: string):
     });
   }
   const timestamp = Math.floor(at.getTime() / 1000);
-  const mac = createHmac('sha256', Buffer.from(encoded, 'base64'))
+  const mac = createHmac('sha256', decoded.key)
     .update(`${id}.${timestamp}.${body}`)
     .digest('base64');
   return `v1,${mac}`;

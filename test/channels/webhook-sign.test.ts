@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
+import { checkWebhookSecret } from '../../src/admin/seed-validate.js';
 import { signWebhook, WebhookError } from '../../src/channels/webhook.js';
 
 const secrets = fc
@@ -37,6 +38,17 @@ describe('signWebhook', () => {
       'webhook-signature': signature,
     });
     expect(verified).toEqual({ text: '暴雨橙色预警' });
+  });
+
+  it('signs with every secret the seed file accepts, unpadded base64 too', () => {
+    fc.assert(
+      fc.property(secrets, fc.uuid(), times, (secret, id, at) => {
+        const unpadded = secret.replace(/=+$/, '');
+        expect(checkWebhookSecret(unpadded)).toBeNull();
+        expect(signWebhook(unpadded, id, at, '{}')).toBe(new Webhook(secret).sign(id, at, '{}'));
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('accepts a key without the whsec_ prefix, as the library does', () => {
