@@ -35,14 +35,19 @@ describe('quiet checks and cycle counters', () => {
     return cycle!.id;
   }
 
-  it('writes only last-seen times and the place row, one statement after one read', async () => {
-    const place = '101200101';
-    await h.addPlace(place, '武汉');
-    await h.addWebhookSubscriber('/wh', [place]);
+  /** A watched place whose one warning a full cycle has already detected and delivered. */
+  async function warnedOnce(place: string, name: string, path: string, seq: number) {
+    await h.addPlace(place, name);
+    await h.addWebhookSubscriber(path, [place]);
     h.sim.setWarnings(place, [
-      v7Warning({ locationId: place, seq: 1, typeCode: '1003', level: '黄色' }),
+      v7Warning({ locationId: place, seq, typeCode: '1003', level: '黄色' }),
     ]);
     expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
+  }
+
+  it('writes only last-seen times and the place row, one statement after one read', async () => {
+    const place = '101200101';
+    await warnedOnce(place, '武汉', '/wh', 1);
     const before = await queryRows<{ last_seen: Date }>(
       h.database.db,
       sql`SELECT last_seen FROM warnings WHERE place_id = ${place}`,
@@ -65,7 +70,7 @@ describe('quiet checks and cycle counters', () => {
     expect(new Date(after!.last_seen).getTime()).toBeGreaterThan(
       new Date(before[0]!.last_seen).getTime(),
     );
-    // Counted on its cycle row by the same statement, which closes the one-check cycle.
+    // Counted on its cycle row (by the CycleCounter), which closes the one-check cycle.
     const [cycle] = await queryRows<{ checked: number; status: string }>(
       h.database.db,
       sql`SELECT checked, status FROM poll_cycles WHERE id = ${cycleId}`,
@@ -82,12 +87,7 @@ describe('quiet checks and cycle counters', () => {
 
   it('falls back to the locked check when another check changed the place after its read', async () => {
     const place = '101190101';
-    await h.addPlace(place, '南京');
-    await h.addWebhookSubscriber('/nj', [place]);
-    h.sim.setWarnings(place, [
-      v7Warning({ locationId: place, seq: 2, typeCode: '1003', level: '黄色' }),
-    ]);
-    expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
+    await warnedOnce(place, '南京', '/nj', 2);
 
     // Another transaction changes what is stored for the place and holds the row meanwhile:
     // the warning is gone from the store, so the same answer now means a new warning.
