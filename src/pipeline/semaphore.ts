@@ -1,6 +1,6 @@
 /**
  * A counting semaphore: at most `permits` callers run at once, the rest wait in arrival order.
- * Deliver jobs carry many rows; this bounds what one process has in flight per channel.
+ * Deliver jobs carry many rows; this bounds what one process has in flight.
  */
 export class Semaphore {
   readonly #waiting: (() => void)[] = [];
