@@ -313,8 +313,8 @@ const byChannel = (): Record<Channel, number> => ({ email: 0, webhook: 0 });
 
 /**
  * The deliver job: one attempt at each of its rows, then each row's next state. The rows are
- * claimed in one statement and sent concurrently, within the process's send slots (email within its share);
- * successes are recorded together (`SentRecorder`), failures one by one.
+ * claimed in one statement and sent concurrently, within the process's send slots (email within
+ * its share); successes are recorded together (`SentRecorder`), failures one by one.
  */
 export async function runDeliver(
   ctx: PipelineContext,
