@@ -260,9 +260,12 @@ export const deliveries = pgTable(
     subscriberId: uuid('subscriber_id')
       .notNull()
       .references(() => subscribers.id, { onDelete: 'cascade' }),
-    eventId: bigint('event_id', { mode: 'number' })
-      .notNull()
-      .references(() => events.id, { onDelete: 'cascade' }),
+    /**
+     * The event, inserted in the same transaction as its deliveries. No foreign key: its check
+     * locked the event row once per delivery row and tripled the fan-out insert of a storm
+     * (migration 0005); a trigger keeps the cascade of a deleted event instead.
+     */
+    eventId: bigint('event_id', { mode: 'number' }).notNull(),
     cycleId: uuid('cycle_id'),
     placeId: text('place_id').notNull(),
     warningId: text('warning_id').notNull(),

@@ -100,4 +100,42 @@ describe('database constraints', () => {
     await sql.client.query(insert);
     await refuses(insert, 'deliveries_once');
   });
+
+  it('takes the deliveries along when their event or subscriber is deleted', async () => {
+    const subscriber = await sql.client.query<{ id: string }>(
+      `INSERT INTO subscribers (email) VALUES ('leaving@example.com') RETURNING id`,
+    );
+    const events = await sql.client.query<{ id: string }>(
+      `INSERT INTO events (place_id, warning_id, type, record)
+       VALUES ('101210101', 'w2', 'new', '{}'), ('101210101', 'w3', 'new', '{}'),
+              ('101210101', 'w4', 'new', '{}')
+       RETURNING id`,
+    );
+    const [gone, alsoGone, kept] = events.rows.map((r) => r.id);
+    for (const [event, warning] of [
+      [gone, 'w2'],
+      [alsoGone, 'w3'],
+      [kept, 'w4'],
+    ] as const) {
+      await sql.client.query(
+        `INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
+         VALUES ($1, $2, '101210101', $3, 'new', 'email')`,
+        [subscriber.rows[0]!.id, event, warning],
+      );
+    }
+    const ledger = async () =>
+      (
+        await sql.client.query<{ warning_id: string }>(
+          `SELECT warning_id FROM deliveries WHERE subscriber_id = $1 ORDER BY warning_id`,
+          [subscriber.rows[0]!.id],
+        )
+      ).rows.map((r) => r.warning_id);
+
+    // One statement deleting two events: the trigger runs once for both (migration 0005).
+    await sql.client.query(`DELETE FROM events WHERE id = ANY($1::bigint[])`, [[gone, alsoGone]]);
+    expect(await ledger()).toEqual(['w4']);
+
+    await sql.client.query(`DELETE FROM subscribers WHERE id = $1`, [subscriber.rows[0]!.id]);
+    expect(await ledger()).toEqual([]);
+  });
 });
