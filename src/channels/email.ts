@@ -169,6 +169,8 @@ export function createMailer(o: MailerOptions): Mailer {
         const info = await transport.sendMail({
           envelope: { from: from.address, to: [to] },
           raw,
+          // The Message-ID is in `raw` already; naming it spares nodemailer inventing one.
+          messageId,
           signal: AbortSignal.timeout(sendTimeoutMs),
         });
         o.logger.debug({ deliveryId: n.deliveryId, response: info.response }, 'email sent');

@@ -64,6 +64,7 @@ describe('email channel', () => {
     expect(sink.messages).toHaveLength(1);
     expect(mail!.envelope).toEqual({ from: 'alerts@example.com', to: ['duty@example.com'] });
     expect(mail!.parsed.messageId).toBe(messageIdFor(n.deliveryId));
+    expect(mail!.raw.toString('latin1').match(/^Message-ID:/gim)).toHaveLength(1);
     expect(mail!.parsed.subject).toBe(
       '【橙色预警】杭州市气象台发布暴雨橙色预警[II级/严重]（杭州）',
     );
