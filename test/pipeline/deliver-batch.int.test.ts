@@ -96,6 +96,42 @@ describe('deliver jobs carrying many rows', () => {
     );
   });
 
+  it("gives each row of a batch its own event's warning when a place has several", async () => {
+    const place = '101210101';
+    await h.addPlace(place, '杭州');
+    for (let i = 0; i < 7; i += 1) await h.addWebhookSubscriber(`/hz/${i}`, [place]);
+    const warnings = ['1003', '1004', '1006'].map((typeCode) => {
+      seq += 1;
+      return v7Warning({ locationId: place, seq, typeCode, level: '橙色' });
+    });
+    h.sim.setWarnings(place, warnings);
+    const summary = await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 60_000 });
+    expect(summary.ok).toBe(true);
+
+    const rows = await queryRows<{ id: string; warning_id: string; first_job_id: string }>(
+      h.database.db,
+      sql`SELECT id, warning_id, first_job_id FROM deliveries WHERE place_id = ${place}`,
+    );
+    expect(rows).toHaveLength(21);
+    // One job carries rows of more than one event: the claim shares each event's record out.
+    const eventsPerJob = new Map<string, Set<string>>();
+    for (const r of rows) {
+      eventsPerJob.set(
+        r.first_job_id,
+        (eventsPerJob.get(r.first_job_id) ?? new Set()).add(r.warning_id),
+      );
+    }
+    expect(Math.max(...[...eventsPerJob.values()].map((s) => s.size))).toBeGreaterThan(1);
+
+    const warningOf = new Map(rows.map((r) => [r.id, r.warning_id]));
+    const requests = h.hooks.requests.filter((r) => r.path.startsWith('/hz/'));
+    expect(requests).toHaveLength(21);
+    for (const r of requests) {
+      const body = r.json as { data: { warning: { id: string } } };
+      expect(body.data.warning.id).toBe(warningOf.get(r.headers['webhook-id'] as string));
+    }
+  });
+
   it('keeps webhook sends in flight within DELIVERY_CONCURRENCY, however many rows a job has', async () => {
     const place = '101230101';
     const slow = h.runtime({ DELIVERY_CONCURRENCY: '3' });
