@@ -46,6 +46,8 @@ const actionSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('malformedJson') }),
   /** `Content-Encoding: gzip` on bytes that are not gzip. */
   z.strictObject({ kind: z.literal('corruptGzip') }),
+  /** Valid gzip that expands to 64 MB of zeros (a decompression bomb). */
+  z.strictObject({ kind: z.literal('gzipBomb') }),
   /** Gzip even though the request said gzip=n. */
   z.strictObject({ kind: z.literal('forceGzip') }),
   /** A plain body even though the request said gzip=y. */

@@ -219,9 +219,19 @@ function messageTypeOf(alert: V1AlertRecord): { code: string; supersedes: string
   return { code: typeof mt?.code === 'string' ? mt.code : 'alert', supersedes };
 }
 
+/** A gzip body that cannot be read: bytes that are not gzip, or gzip that expands without end. */
+type BadGzip = 'corrupt' | 'bomb';
+
+let gzipBombBody: Buffer | undefined;
+/** A valid gzip stream of 64 MB of zeros, about 64 KB on the wire; built on first use. */
+function gzipBomb(): Buffer {
+  gzipBombBody ??= gzipSync(Buffer.alloc(64 * 1024 * 1024), { level: 9 });
+  return gzipBombBody;
+}
+
 interface WriteOptions {
   gzip: boolean;
-  corrupt?: boolean;
+  badGzip?: BadGzip | undefined;
   contentType?: string;
   headers?: Record<string, string>;
 }
@@ -237,8 +247,9 @@ function write(
     'content-type': o.contentType ?? 'application/json; charset=utf-8',
     ...o.headers,
   };
-  if (o.corrupt) {
-    body = Buffer.from('\x1f\x8bthis is not gzip data', 'latin1');
+  if (o.badGzip) {
+    body =
+      o.badGzip === 'bomb' ? gzipBomb() : Buffer.from('\x1f\x8bthis is not gzip data', 'latin1');
     headers['content-encoding'] = 'gzip';
   } else if (o.gzip) {
     body = gzipSync(payload);
@@ -760,7 +771,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
 
     let quirks: readonly Quirk[] = [];
     let malformed = false;
-    let corrupt = false;
+    let badGzip: BadGzip | undefined;
     const fault = faults.take(r.op, location);
     if (fault) {
       switch (fault.kind) {
@@ -826,7 +837,10 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
           malformed = true;
           break;
         case 'corruptGzip':
-          corrupt = true;
+          badGzip = 'corrupt';
+          break;
+        case 'gzipBomb':
+          badGzip = 'bomb';
           break;
         case 'forceGzip':
           gzip = true;
@@ -845,7 +859,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       if (r.op === 'warningNow') {
         const id = resolveWarningLocation(q);
         langParam(q);
-        if (quirks.length === 0 && !malformed && !corrupt) {
+        if (quirks.length === 0 && !malformed && !badGzip) {
           const key = `${id}|${nameLang(q.get('lang'))}`;
           let cached = warningNowCache.get(key);
           if (!cached) {
@@ -889,7 +903,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
     } catch (err) {
       if (err instanceof ApiError) {
         if (quirks.includes('statusKey') && !v1) {
-          write(res, 200, JSON.stringify({ status: String(err.code) }), { gzip, corrupt });
+          write(res, 200, JSON.stringify({ status: String(err.code) }), { gzip, badGzip });
         } else {
           fail(err);
         }
@@ -902,7 +916,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       let json = JSON.stringify(applyResponseQuirks(body, quirks));
       // Cut mid-way: an object cut before its closing brace is never valid JSON.
       if (malformed) json = json.slice(0, Math.max(1, Math.floor(json.length / 2)));
-      write(res, 200, json, { gzip, corrupt });
+      write(res, 200, json, { gzip, badGzip });
     }
   }
 

@@ -27,6 +27,7 @@ const TRANSIENT: { name: string; fault: FaultAction; env?: Record<string, string
   { name: 'malformed JSON', fault: { kind: 'malformedJson' } },
   { name: 'corrupt gzip', fault: { kind: 'corruptGzip' } },
   { name: 'HTTP 200 with code "500"', fault: { kind: 'code', code: '500' } },
+  { name: 'gzip bomb', fault: { kind: 'gzipBomb' } },
 ];
 
 async function openWarnings(r: FaultRun): Promise<number> {

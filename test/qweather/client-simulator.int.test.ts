@@ -193,7 +193,7 @@ describe('client against the simulator: faults', () => {
     }
   });
 
-  it.each(['malformedJson', 'corruptGzip'] as const)(
+  it.each(['malformedJson', 'corruptGzip', 'gzipBomb'] as const)(
     '%s is a MalformedResponseError',
     async (kind) => {
       sim.addFault({ kind, operation: 'warningNow' });

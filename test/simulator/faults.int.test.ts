@@ -34,7 +34,7 @@ describe('gzip', () => {
     expect((JSON.parse(plain.raw.toString()) as { code: string }).code).toBe('200');
   });
 
-  it('can gzip when not asked, not gzip when asked, and send corrupt gzip', async () => {
+  it('can gzip when not asked, not gzip when asked, and send corrupt gzip or a gzip bomb', async () => {
     sim.addFault({ kind: 'forceGzip', operation: 'warningNow', times: 1 });
     expect((await get(nowUrl('&gzip=n'))).headers['content-encoding']).toBe('gzip');
     sim.addFault({ kind: 'noGzip', operation: 'warningNow', times: 1 });
@@ -46,6 +46,11 @@ describe('gzip', () => {
     expect(corrupt.headers['content-encoding']).toBe('gzip');
     expect(corrupt.gzipError).toBe(true);
     expect(() => gunzipSync(corrupt.raw)).toThrow();
+    sim.addFault({ kind: 'gzipBomb', times: 1 });
+    const bomb = await get(nowUrl());
+    expect(bomb.headers['content-encoding']).toBe('gzip');
+    expect(bomb.raw.length).toBeLessThan(128 * 1024);
+    expect(gunzipSync(bomb.raw).length).toBe(64 * 1024 * 1024);
   });
 });
 
