@@ -263,7 +263,8 @@ export const deliveries = pgTable(
     /**
      * The event, inserted in the same transaction as its deliveries. No foreign key: its check
      * locked the event row once per delivery row and tripled the fan-out insert of a storm
-     * (migration 0005); a trigger keeps the cascade of a deleted event instead.
+     * (migration 0005). Statement triggers do its work instead: an insert naming a missing
+     * event is refused (0006), and deleting an event deletes its deliveries (0005).
      */
     eventId: bigint('event_id', { mode: 'number' }).notNull(),
     cycleId: uuid('cycle_id'),

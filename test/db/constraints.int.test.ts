@@ -101,6 +101,28 @@ describe('database constraints', () => {
     await refuses(insert, 'deliveries_once');
   });
 
+  it('refuses a delivery whose event does not exist, among rows whose events do', async () => {
+    const { rows } = await sql.client.query<{ id: string }>(
+      `SELECT id FROM subscribers WHERE email = 'duty@example.com'`,
+    );
+    const event = await sql.client.query<{ id: string }>(
+      `INSERT INTO events (place_id, warning_id, type, record) VALUES ('101210101', 'w9', 'new', '{}') RETURNING id`,
+    );
+    const missing = Number(event.rows[0]!.id) + 1000;
+    const insert = `INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
+      VALUES ('${rows[0]!.id}', ${event.rows[0]!.id}, '101210101', 'w9', 'new', 'email'),
+             ('${rows[0]!.id}', ${missing}, '101210101', 'w10', 'new', 'email')`;
+    await expect(sql.client.query(insert)).rejects.toMatchObject({
+      constraint: 'deliveries_event_exists',
+      code: '23503',
+      message: `delivery refers to event ${missing}, which does not exist`,
+    });
+    const kept = await sql.client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM deliveries WHERE warning_id IN ('w9', 'w10')`,
+    );
+    expect(kept.rows[0]!.n).toBe(0);
+  });
+
   it('takes the deliveries along when their event or subscriber is deleted', async () => {
     const subscriber = await sql.client.query<{ id: string }>(
       `INSERT INTO subscribers (email) VALUES ('leaving@example.com') RETURNING id`,
