@@ -14,6 +14,26 @@ describe('database constraints', () => {
     await expect(sql.client.query(statement)).rejects.toMatchObject({ constraint });
   };
 
+  /** The ledger's tests: the id of the subscriber the first test added, and new events. */
+  const dutySubscriber = async (): Promise<string> =>
+    (
+      await sql.client.query<{ id: string }>(
+        `SELECT id FROM subscribers WHERE email = 'duty@example.com'`,
+      )
+    ).rows[0]!.id;
+  const insertEvents = async (...warnings: string[]): Promise<string[]> =>
+    (
+      await sql.client.query<{ id: string }>(
+        `INSERT INTO events (place_id, warning_id, type, record)
+         SELECT '101210101', w, 'new', '{}' FROM unnest($1::text[]) WITH ORDINALITY AS t(w, n)
+         ORDER BY n RETURNING id`,
+        [warnings],
+      )
+    ).rows.map((r) => r.id);
+  /** The head of an insert of delivery rows. */
+  const INSERT_DELIVERIES = `INSERT INTO deliveries
+    (subscriber_id, event_id, place_id, warning_id, event_type, channel)`;
+
   it('accepts a well-formed subscriber of each kind', async () => {
     await sql.client.query(`INSERT INTO subscribers (email) VALUES ('duty@example.com')`);
     await sql.client.query(
@@ -88,30 +108,19 @@ describe('database constraints', () => {
   });
 
   it('keeps one delivery per subscriber, warning and event type', async () => {
-    const { rows } = await sql.client.query<{ id: string }>(
-      `SELECT id FROM subscribers WHERE email = 'duty@example.com'`,
-    );
-    const subscriber = rows[0]!.id;
-    const event = await sql.client.query<{ id: string }>(
-      `INSERT INTO events (place_id, warning_id, type, record) VALUES ('101210101', 'w1', 'new', '{}') RETURNING id`,
-    );
-    const insert = `INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
-      VALUES ('${subscriber}', ${event.rows[0]!.id}, '101210101', 'w1', 'new', 'email')`;
+    const subscriber = await dutySubscriber();
+    const [event] = await insertEvents('w1');
+    const insert = `${INSERT_DELIVERIES} VALUES ('${subscriber}', ${event}, '101210101', 'w1', 'new', 'email')`;
     await sql.client.query(insert);
     await refuses(insert, 'deliveries_once');
   });
 
   it('refuses a delivery whose event does not exist, among rows whose events do', async () => {
-    const { rows } = await sql.client.query<{ id: string }>(
-      `SELECT id FROM subscribers WHERE email = 'duty@example.com'`,
-    );
-    const event = await sql.client.query<{ id: string }>(
-      `INSERT INTO events (place_id, warning_id, type, record) VALUES ('101210101', 'w9', 'new', '{}') RETURNING id`,
-    );
-    const missing = Number(event.rows[0]!.id) + 1000;
-    const insert = `INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
-      VALUES ('${rows[0]!.id}', ${event.rows[0]!.id}, '101210101', 'w9', 'new', 'email'),
-             ('${rows[0]!.id}', ${missing}, '101210101', 'w10', 'new', 'email')`;
+    const subscriber = await dutySubscriber();
+    const [event] = await insertEvents('w9');
+    const missing = Number(event) + 1000;
+    const insert = `${INSERT_DELIVERIES} VALUES ('${subscriber}', ${event}, '101210101', 'w9', 'new', 'email'),
+             ('${subscriber}', ${missing}, '101210101', 'w10', 'new', 'email')`;
     await expect(sql.client.query(insert)).rejects.toMatchObject({
       constraint: 'deliveries_event_exists',
       code: '23503',
@@ -127,24 +136,14 @@ describe('database constraints', () => {
     const subscriber = await sql.client.query<{ id: string }>(
       `INSERT INTO subscribers (email) VALUES ('leaving@example.com') RETURNING id`,
     );
-    const events = await sql.client.query<{ id: string }>(
-      `INSERT INTO events (place_id, warning_id, type, record)
-       VALUES ('101210101', 'w2', 'new', '{}'), ('101210101', 'w3', 'new', '{}'),
-              ('101210101', 'w4', 'new', '{}')
-       RETURNING id`,
+    const warnings = ['w2', 'w3', 'w4'];
+    const [gone, alsoGone] = await insertEvents(...warnings);
+    await sql.client.query(
+      `${INSERT_DELIVERIES}
+       SELECT $1, e.id, e.place_id, e.warning_id, 'new', 'email'
+       FROM events e WHERE e.warning_id = ANY($2::text[])`,
+      [subscriber.rows[0]!.id, warnings],
     );
-    const [gone, alsoGone, kept] = events.rows.map((r) => r.id);
-    for (const [event, warning] of [
-      [gone, 'w2'],
-      [alsoGone, 'w3'],
-      [kept, 'w4'],
-    ] as const) {
-      await sql.client.query(
-        `INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
-         VALUES ($1, $2, '101210101', $3, 'new', 'email')`,
-        [subscriber.rows[0]!.id, event, warning],
-      );
-    }
     const ledger = async () =>
       (
         await sql.client.query<{ warning_id: string }>(
