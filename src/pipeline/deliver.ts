@@ -319,7 +319,9 @@ export function emailSendShare(deliveryConcurrency: number): number {
  * when a process dies are what it sends again after a restart, so their number stays the one
  * configured even though each channel has its own queue (the fault suite's killed worker
  * resent up to 18 of 753 when each channel had its own slots, at most 8 with one budget). An
- * email first takes one of `emailShare`, so email never holds all of them.
+ * email first takes one of `emailShare`, so email never holds all of them, and then the next
+ * free send slot ahead of the webhooks waiting for one: a storm queues hundreds of webhook
+ * sends per process, and in arrival order every email waited for all of them.
  */
 interface DeliverShared {
   sends: Semaphore;
@@ -426,7 +428,7 @@ async function attempt(
   };
   const sent =
     row.channel === 'email'
-      ? await s.emailShare.run(() => s.sends.run(send))
+      ? await s.emailShare.run(() => s.sends.run(send, { ahead: true }))
       : await s.sends.run(send);
   if (sent === 'late') return 'released';
   if (sent !== 'sent') return recordFailure(ctx, log, row, sent);

@@ -4,6 +4,8 @@
  */
 export class Semaphore {
   readonly #waiting: (() => void)[] = [];
+  /** Waiters served before `#waiting`; see `run`. */
+  readonly #waitingAhead: (() => void)[] = [];
   #free: number;
 
   constructor(permits: number) {
@@ -13,14 +15,21 @@ export class Semaphore {
     this.#free = permits;
   }
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `task` with a permit. With `ahead`, the caller waits only behind other such callers:
+   * it takes the next free permit before anyone queued without it.
+   */
+  async run<T>(task: () => Promise<T>, o: { ahead?: boolean } = {}): Promise<T> {
     if (this.#free > 0) this.#free -= 1;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    else {
+      const queue = o.ahead ? this.#waitingAhead : this.#waiting;
+      await new Promise<void>((resolve) => queue.push(resolve));
+    }
     try {
       return await task();
     } finally {
       // The permit passes straight to the next waiter, so a newcomer cannot overtake it.
-      const next = this.#waiting.shift();
+      const next = this.#waitingAhead.shift() ?? this.#waiting.shift();
       if (next) next();
       else this.#free += 1;
     }

@@ -78,3 +78,59 @@ describe('deliver queues per channel', () => {
     expect(webhook).toMatchObject({ status: 'sent', attempts: 1 });
   });
 });
+
+/**
+ * Both channels share one process's send slots (DELIVERY_CONCURRENCY), and a storm queues far
+ * more webhook sends for them than there are slots. An email takes the next free slot ahead of
+ * that queue: in first come, first served order it waited for the whole webhook backlog.
+ */
+describe('send slots shared by both channels', () => {
+  const SLOTS = 4;
+  const WEBHOOKS = 2 * FIRST_ATTEMPT_BATCH.webhook;
+  const WEBHOOK_DELAY_MS = 300;
+  let h: PipelineHarness;
+  let workers: WorkerSet | undefined;
+
+  beforeAll(async () => {
+    h = await startPipelineHarness({ env: { DELIVERY_CONCURRENCY: String(SLOTS) } });
+  });
+  afterAll(async () => {
+    await workers?.close(5000);
+    await h?.close();
+  });
+
+  it('sends an email before a backlog of webhooks queued for the send slots', async () => {
+    const rt = h.runtime();
+    await h.addPlace('101010100', '北京');
+    for (let i = 0; i < WEBHOOKS; i += 1) {
+      await h.addWebhookSubscriber(`/slow/${i}`, ['101010100']);
+      h.hooks.script(`/slow/${i}`, [{ delayMs: WEBHOOK_DELAY_MS }]);
+    }
+    h.sim.setWarnings('101010100', [
+      v7Warning({ locationId: '101010100', seq: 1, typeCode: '1003', level: '橙色' }),
+    ]);
+    workers = startWorkers(rt.ctx, rt.redis, ['check', ...DELIVER_QUEUES]);
+    expect((await runPoll(rt.ctx, {})).ok).toBe(true);
+    // The backlog: every webhook row is claimed and waits for one of the few slots.
+    await h.hooks.waitForRequests(1, { timeoutMs: 20_000 });
+
+    await h.addPlace('101020100', '上海');
+    await h.addEmailSubscriber('duty@example.com', ['101020100']);
+    h.sim.setWarnings('101020100', [
+      v7Warning({ locationId: '101020100', seq: 2, typeCode: '1003', level: '橙色' }),
+    ]);
+    expect((await runPoll(rt.ctx, {})).ok).toBe(true);
+    await h.smtp.waitForMessages(1, 20_000);
+
+    // Draining the backlog takes WEBHOOKS / SLOTS × 300 ms (7.5 s); the email went long before.
+    const webhooksBeforeEmail = h.hooks.requests.length;
+    expect(webhooksBeforeEmail).toBeLessThan(WEBHOOKS / 2);
+    await waitUntil(
+      async () => (await h.deliveries()).every((r) => r.status === 'sent'),
+      'every webhook sent as well',
+      30_000,
+      100,
+    );
+    expect(h.hooks.requests).toHaveLength(WEBHOOKS);
+  });
+});

@@ -36,6 +36,40 @@ describe('Semaphore', () => {
     );
   });
 
+  it('starts callers marked ahead before everyone queued without it, each group in order', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 30 }),
+        async (permits, aheadFlags) => {
+          const slots = new Semaphore(permits);
+          const started: number[] = [];
+          // Every caller queues while the permits are held, then the permits are let go.
+          let release!: () => void;
+          const held = new Promise<void>((resolve) => (release = resolve));
+          const holders = Array.from({ length: permits }, () => slots.run(() => held));
+          const callers = aheadFlags.map((ahead, i) =>
+            slots.run(
+              () => {
+                started.push(i);
+                return Promise.resolve();
+              },
+              { ahead },
+            ),
+          );
+          release();
+          await Promise.all([...holders, ...callers]);
+          const indices = aheadFlags.map((_, i) => i);
+          expect(started).toEqual([
+            ...indices.filter((i) => aheadFlags[i]),
+            ...indices.filter((i) => !aheadFlags[i]),
+          ]);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   it('frees the permit of a task that failed', async () => {
     const slots = new Semaphore(1);
     await expect(slots.run(() => Promise.reject(new Error('send failed')))).rejects.toThrow(
