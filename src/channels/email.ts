@@ -2,6 +2,7 @@ import nodemailer from 'nodemailer';
 import type { NodemailerError } from 'nodemailer/lib/errors';
 import { renderEmail, type Notification } from '../domain/render.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
+import { startDeadline } from './deadline.js';
 import { composeMime, MimeHeaderError, parseMailFrom } from './mime.js';
 
 /**
@@ -154,6 +155,7 @@ export function createMailer(o: MailerOptions): Mailer {
     async send(to, n) {
       const { subject, text, html } = renderEmail(n);
       const messageId = messageIdFor(n.deliveryId);
+      const deadline = startDeadline(sendTimeoutMs);
       try {
         const raw = composeMime({
           from,
@@ -171,7 +173,7 @@ export function createMailer(o: MailerOptions): Mailer {
           raw,
           // The Message-ID is in `raw` already; naming it spares nodemailer inventing one.
           messageId,
-          signal: AbortSignal.timeout(sendTimeoutMs),
+          signal: deadline.signal,
         });
         o.logger.debug({ deliveryId: n.deliveryId, response: info.response }, 'email sent');
         return { messageId, response: info.response };
@@ -186,6 +188,8 @@ export function createMailer(o: MailerOptions): Mailer {
           'email failed',
         );
         throw failure;
+      } finally {
+        deadline.clear();
       }
     },
     close() {

@@ -7,6 +7,7 @@ import { webhookPayload, type Notification } from '../domain/render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
 import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
+import { startDeadline } from './deadline.js';
 import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /**
@@ -245,7 +246,7 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
       const signature = signWebhook(target.secret, n.deliveryId, at, body);
       // Plain fields, not a child logger: a child per send was measurable in a storm's profile.
       const ids = { deliveryId: n.deliveryId, host: url.host };
-      const deadline = AbortSignal.timeout(o.timeoutMs);
+      const deadline = startDeadline(o.timeoutMs);
 
       let response: Dispatcher.ResponseData;
       try {
@@ -261,12 +262,13 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
             'webhook-signature': signature,
           },
           body,
-          signal: deadline,
+          signal: deadline.signal,
           headersTimeout: o.timeoutMs,
           bodyTimeout: o.timeoutMs,
         });
       } catch (err) {
-        const failure = transportFailure(err, deadline.aborted, url.host);
+        deadline.clear();
+        const failure = transportFailure(err, deadline.expired, url.host);
         o.logger.debug({ ...ids, kind: failure.kind }, 'webhook failed');
         throw failure;
       }
@@ -275,6 +277,8 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
         await response.body.dump({ limit: MAX_RESPONSE_BYTES });
       } catch {
         // The status is what counts; a body cut short by the deadline changes nothing.
+      } finally {
+        deadline.clear();
       }
 
       if (response.statusCode >= 200 && response.statusCode < 300) {

@@ -1,0 +1,30 @@
+/**
+ * An abort signal that fires after `ms` unless stood down. `AbortSignal.timeout` cannot be
+ * stood down: its timer fires long after the send is done and builds a TimeoutError, stack and
+ * all, every time (24–42 µs a send against 4 µs here; BENCHMARKS.md, item 20).
+ */
+export interface Deadline {
+  readonly signal: AbortSignal;
+  /** True once the time ran out (the signal fired on its own). */
+  readonly expired: boolean;
+  /** Stands the deadline down; call it once the work is over, whatever its outcome. */
+  clear(): void;
+}
+
+export function startDeadline(ms: number): Deadline {
+  const controller = new AbortController();
+  let expired = false;
+  const timer = setTimeout(() => {
+    expired = true;
+    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, ms);
+  // A pending deadline alone never keeps the process alive.
+  timer.unref();
+  return {
+    signal: controller.signal,
+    get expired() {
+      return expired;
+    },
+    clear: () => clearTimeout(timer),
+  };
+}

@@ -1,0 +1,23 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { startDeadline } from '../../src/channels/deadline.js';
+
+describe('startDeadline', () => {
+  it('aborts its signal with a TimeoutError once the time is up', async () => {
+    const deadline = startDeadline(20);
+    expect(deadline.signal.aborted).toBe(false);
+    expect(deadline.expired).toBe(false);
+    await sleep(60);
+    expect(deadline.expired).toBe(true);
+    expect(deadline.signal.aborted).toBe(true);
+    expect((deadline.signal.reason as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('never fires once cleared, so a finished send leaves no timer behind', async () => {
+    const deadline = startDeadline(20);
+    deadline.clear();
+    await sleep(60);
+    expect(deadline.expired).toBe(false);
+    expect(deadline.signal.aborted).toBe(false);
+  });
+});
