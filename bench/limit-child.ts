@@ -14,21 +14,60 @@ import { sampleNotification } from './sample.js';
  * One process of a raw-limit measurement (bench/limits.ts starts as many as the pipeline has
  * worker processes). Each does the bare operation the pipeline's hot path is built on, as fast
  * as it can, with the pipeline's own concurrency: no-op BullMQ jobs, signed undici POSTs,
- * pooled nodemailer sends, batched inserts. Protocol over IPC: 'ready' → wait for 'go' → work
- * → 'done' with the count; the BullMQ worker instead runs until 'stop'.
+ * pooled nodemailer sends, batched inserts, or the POSTs and the sends at once, as a worker
+ * process sends both channels. Protocol over IPC: 'ready' → wait for 'go' → work → 'done' with
+ * the result; the BullMQ worker instead runs until 'stop'.
  */
+
+type UndiciTask = {
+  kind: 'undici';
+  origin: string;
+  requests: number;
+  concurrency: number;
+  index: number;
+};
+type SmtpTask = { kind: 'smtp'; url: string; messages: number; concurrency: number };
 
 export type LimitTask =
   | { kind: 'bullmq'; redisUrl: string; prefix: string; queue: string; concurrency: number }
-  | { kind: 'undici'; origin: string; requests: number; concurrency: number; index: number }
-  | { kind: 'smtp'; url: string; messages: number; concurrency: number }
+  | UndiciTask
+  | SmtpTask
+  | { kind: 'both'; webhook: UndiciTask; email: SmtpTask }
   | { kind: 'insert'; databaseUrl: string; rows: number; batch: number; concurrency: number };
 
 export interface LimitResult {
   count: number;
   errors: number;
+  /** From 'go' to this process's last unit. */
   ms: number;
+  /** User + system CPU time of this process from 'go' to its last unit. */
+  cpuMs: number;
   firstError?: string;
+}
+
+/** What a run of lanes did; the caller times the CPU of the whole process around it. */
+type LaneResult = Omit<LimitResult, 'cpuMs'>;
+
+/**
+ * What a 'both' process did, by channel, each timed from 'go' to its own last unit; the CPU
+ * time is the process's, from 'go' until both are done.
+ */
+export interface BothResult {
+  webhook: LaneResult;
+  email: LaneResult;
+  cpuMs: number;
+}
+
+/** A prepared measurement: everything set up, waiting to be run. */
+interface Prepared {
+  run(): Promise<LaneResult>;
+  close(): Promise<void>;
+}
+
+/** User + system CPU time of this process since `start`, in milliseconds. */
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
 }
 
 /** Runs `work` on `concurrency` lanes until `total` units are done. */
@@ -36,7 +75,7 @@ async function lanes(
   total: number,
   concurrency: number,
   work: (i: number) => Promise<void>,
-): Promise<LimitResult> {
+): Promise<LaneResult> {
   let next = 0;
   let errors = 0;
   let firstError: string | undefined;
@@ -73,38 +112,36 @@ function waitFor(type: string): Promise<void> {
   });
 }
 
-async function runUndici(t: Extract<LimitTask, { kind: 'undici' }>): Promise<LimitResult> {
+function prepareUndici(t: UndiciTask): Prepared {
   const agent = new Agent();
   const key = Buffer.from(webhookSecretFor(t.index).slice('whsec_'.length), 'base64');
   const body = JSON.stringify(webhookPayload(sampleNotification(randomUUID())));
-  process.send?.({ type: 'ready' });
-  await waitFor('go');
-  try {
-    return await lanes(t.requests, t.concurrency, async () => {
-      const id = randomUUID();
-      const ts = String(Math.floor(Date.now() / 1000));
-      const signature = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64');
-      const response = await agent.request({
-        origin: t.origin,
-        path: `/raw/${t.index}`,
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': id,
-          'webhook-timestamp': ts,
-          'webhook-signature': `v1,${signature}`,
-        },
-        body,
-      });
-      await response.body.dump();
-      if (response.statusCode >= 300) throw new Error(`status ${response.statusCode}`);
-    });
-  } finally {
-    await agent.close();
-  }
+  return {
+    run: () =>
+      lanes(t.requests, t.concurrency, async () => {
+        const id = randomUUID();
+        const ts = String(Math.floor(Date.now() / 1000));
+        const signature = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest('base64');
+        const response = await agent.request({
+          origin: t.origin,
+          path: `/raw/${t.index}`,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'webhook-id': id,
+            'webhook-timestamp': ts,
+            'webhook-signature': `v1,${signature}`,
+          },
+          body,
+        });
+        await response.body.dump();
+        if (response.statusCode >= 300) throw new Error(`status ${response.statusCode}`);
+      }),
+    close: () => agent.close(),
+  };
 }
 
-async function runSmtp(t: Extract<LimitTask, { kind: 'smtp' }>): Promise<LimitResult> {
+function prepareSmtp(t: SmtpTask): Prepared {
   // The same pool shape as the pipeline's mailer (src/channels/email.ts).
   const transport = nodemailer.createTransport({
     url: t.url,
@@ -127,41 +164,70 @@ async function runSmtp(t: Extract<LimitTask, { kind: 'smtp' }>): Promise<LimitRe
     boundary: `qwn-alt-${id}`,
   });
   const envelope = { from: 'alerts@bench.qwn.test', to: ['raw@bench.qwn.test'] };
+  return {
+    run: () =>
+      lanes(t.messages, t.concurrency, async () => {
+        await transport.sendMail({ envelope, raw });
+      }),
+    close: () => {
+      transport.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+/** Runs a prepared measurement once 'go' arrives. */
+async function whenGo(preparing: Prepared | Promise<Prepared>): Promise<LimitResult> {
+  const prepared = await preparing;
   process.send?.({ type: 'ready' });
   await waitFor('go');
+  const cpuAtGo = process.cpuUsage();
   try {
-    return await lanes(t.messages, t.concurrency, async () => {
-      await transport.sendMail({ envelope, raw });
-    });
+    const result = await prepared.run();
+    return { ...result, cpuMs: cpuMsSince(cpuAtGo) };
   } finally {
-    transport.close();
+    await prepared.close();
   }
 }
 
-async function runInsert(t: Extract<LimitTask, { kind: 'insert' }>): Promise<LimitResult> {
+/** Both channels at once, as a worker process sends them: each with its own lanes. */
+async function runBoth(t: Extract<LimitTask, { kind: 'both' }>): Promise<BothResult> {
+  const webhook = prepareUndici(t.webhook);
+  const email = prepareSmtp(t.email);
+  process.send?.({ type: 'ready' });
+  await waitFor('go');
+  const cpuAtGo = process.cpuUsage();
+  try {
+    const [w, e] = await Promise.all([webhook.run(), email.run()]);
+    return { webhook: w, email: e, cpuMs: cpuMsSince(cpuAtGo) };
+  } finally {
+    await Promise.all([webhook.close(), email.close()]);
+  }
+}
+
+async function prepareInsert(t: Extract<LimitTask, { kind: 'insert' }>): Promise<Prepared> {
   const pool = new pg.Pool({ connectionString: t.databaseUrl, max: t.concurrency });
   const subscriber = randomUUID();
   await pool.query('SELECT 1');
-  process.send?.({ type: 'ready' });
-  await waitFor('go');
   const batches = Math.ceil(t.rows / t.batch);
-  let rows = 0;
-  try {
-    const result = await lanes(batches, t.concurrency, async (b) => {
-      const n = Math.min(t.batch, t.rows - b * t.batch);
-      const ids = Array.from({ length: n }, (_, i) => `w${process.pid}-${b}-${i}`);
-      // The shape of a delivery row insert: uuid default, a unique key, a few text columns.
-      await pool.query(
-        `INSERT INTO bench_raw_insert (subscriber_id, warning_id, event_type, channel, place_id)
-         SELECT $1, w, 'new', 'webhook', '101210101' FROM unnest($2::text[]) AS t(w)`,
-        [subscriber, ids],
-      );
-      rows += n;
-    });
-    return { ...result, count: rows };
-  } finally {
-    await pool.end();
-  }
+  return {
+    run: async () => {
+      let rows = 0;
+      const result = await lanes(batches, t.concurrency, async (b) => {
+        const n = Math.min(t.batch, t.rows - b * t.batch);
+        const ids = Array.from({ length: n }, (_, i) => `w${process.pid}-${b}-${i}`);
+        // The shape of a delivery row insert: uuid default, a unique key, a few text columns.
+        await pool.query(
+          `INSERT INTO bench_raw_insert (subscriber_id, warning_id, event_type, channel, place_id)
+           SELECT $1, w, 'new', 'webhook', '101210101' FROM unnest($2::text[]) AS t(w)`,
+          [subscriber, ids],
+        );
+        rows += n;
+      });
+      return { ...result, count: rows };
+    },
+    close: () => pool.end(),
+  };
 }
 
 async function runBullmq(t: Extract<LimitTask, { kind: 'bullmq' }>): Promise<LimitResult> {
@@ -181,15 +247,16 @@ async function runBullmq(t: Extract<LimitTask, { kind: 'bullmq' }>): Promise<Lim
   await waitFor('stop');
   await worker.close();
   connection.disconnect();
-  return { count, errors: 0, ms: 0 };
+  return { count, errors: 0, ms: 0, cpuMs: 0 };
 }
 
 const task = JSON.parse(process.argv[2] ?? '{}') as LimitTask;
 const run = {
-  undici: runUndici,
-  smtp: runSmtp,
-  insert: runInsert,
+  undici: (t: UndiciTask) => whenGo(prepareUndici(t)),
+  smtp: (t: SmtpTask) => whenGo(prepareSmtp(t)),
+  both: runBoth,
+  insert: (t: Extract<LimitTask, { kind: 'insert' }>) => whenGo(prepareInsert(t)),
   bullmq: runBullmq,
 } as const;
-const result = await (run[task.kind] as (t: LimitTask) => Promise<LimitResult>)(task);
+const result = await (run[task.kind] as (t: LimitTask) => Promise<LimitResult | BothResult>)(task);
 process.send?.({ type: 'done', result }, () => process.exit(0));

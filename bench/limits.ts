@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { DEFAULT_JOB_OPTIONS } from '../src/pipeline/queues.js';
-import type { LimitResult, LimitTask } from './limit-child.js';
+import type { BothResult, LimitResult, LimitTask } from './limit-child.js';
 import { exited, forkTs, nextMessage } from './procs.js';
 
 /**
@@ -23,10 +23,28 @@ export interface Limit {
   readonly firstError?: string;
 }
 
+/**
+ * The bare sends of both channels at once, in the mix the subscriptions have: what a pipeline
+ * that did nothing but send could score on the storm's rate measures, each channel timed from
+ * the start to its own last send, as the storm's rates are.
+ */
+export interface BothChannelsLimit {
+  readonly webhook: Limit;
+  readonly email: Limit;
+  /** From the start until both channels are done. */
+  readonly seconds: number;
+  /**
+   * CPU seconds over that time: the sending processes and the runner, whose receiver and SMTP
+   * server answer them (Postgres and Redis have nothing to do).
+   */
+  readonly cpuSeconds: number;
+}
+
 export interface Limits {
   readonly bullmqNoopJobs: Limit;
   readonly undiciPosts: Limit;
   readonly nodemailerSends: Limit;
+  readonly bothChannels: BothChannelsLimit;
   readonly postgresInsertRows: Limit;
 }
 
@@ -52,6 +70,8 @@ export const QUICK_LIMIT_SIZES: LimitSizes = {
 
 interface Setup {
   readonly processes: number;
+  /** Email subscriptions per webhook subscription: the mix of the both-channel limit. */
+  readonly emailsPerWebhook: number;
   readonly deliveryConcurrency: number;
   readonly redis: Redis;
   readonly redisUrl: string;
@@ -61,31 +81,48 @@ interface Setup {
   readonly env: Record<string, string>;
 }
 
-/** Starts one child per process with its task, releases them together, sums what they did. */
-async function together(setup: Setup, tasks: LimitTask[]): Promise<Limit> {
+/**
+ * Starts one child per task, releases them together, and returns what each did, with the CPU
+ * time this process (whose receiver and SMTP server answer them) spent from 'go' to the end.
+ */
+async function runTogether<R>(
+  setup: Setup,
+  tasks: LimitTask[],
+): Promise<{ results: R[]; runnerCpuMs: number }> {
   const children = tasks.map((task) =>
     forkTs('./limit-child.ts', [JSON.stringify(task)], { env: setup.env }),
   );
   try {
     await Promise.all(children.map((c) => nextMessage(c, 'ready')));
-    const done = children.map((c) => nextMessage<{ result: LimitResult }>(c, 'done', 300_000));
+    const done = children.map((c) => nextMessage<{ result: R }>(c, 'done', 300_000));
+    const cpuAtGo = process.cpuUsage();
     for (const c of children) c.send({ type: 'go' });
     const results = (await Promise.all(done)).map((m) => m.result);
-    const count = results.reduce((n, r) => n + r.count, 0);
-    const seconds = Math.max(...results.map((r) => r.ms)) / 1000;
-    const errors = results.reduce((n, r) => n + r.errors, 0);
-    const firstError = results.find((r) => r.firstError)?.firstError;
-    return {
-      perSecond: count / seconds,
-      count,
-      seconds,
-      errors,
-      ...(firstError ? { firstError } : {}),
-    };
+    const runner = process.cpuUsage(cpuAtGo);
+    return { results, runnerCpuMs: (runner.user + runner.system) / 1000 };
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
     await Promise.all(children.map(exited));
   }
+}
+
+/** What the processes did together, over the time the slowest of them took. */
+function sumLimit(results: readonly Omit<LimitResult, 'cpuMs'>[]): Limit {
+  const count = results.reduce((n, r) => n + r.count, 0);
+  const seconds = Math.max(...results.map((r) => r.ms)) / 1000;
+  const errors = results.reduce((n, r) => n + r.errors, 0);
+  const firstError = results.find((r) => r.firstError)?.firstError;
+  return {
+    perSecond: count / seconds,
+    count,
+    seconds,
+    errors,
+    ...(firstError ? { firstError } : {}),
+  };
+}
+
+async function together(setup: Setup, tasks: LimitTask[]): Promise<Limit> {
+  return sumLimit((await runTogether<LimitResult>(setup, tasks)).results);
 }
 
 async function bullmqLimit(setup: Setup, jobs: number): Promise<Limit> {
@@ -171,28 +208,59 @@ async function insertLimit(setup: Setup, rows: number): Promise<Limit> {
   }
 }
 
-export async function measureLimits(setup: Setup, sizes: LimitSizes): Promise<Limits> {
+/** Each process's task for the webhook and the email limit: its share of the units. */
+function channelTasks(setup: Setup, sizes: Pick<LimitSizes, 'posts' | 'emails'>) {
   const per = (n: number) => Math.ceil(n / setup.processes);
-  const bullmqNoopJobs = await bullmqLimit(setup, sizes.bullmqJobs);
-  const undiciPosts = await together(
-    setup,
-    Array.from({ length: setup.processes }, (_, i) => ({
+  return Array.from({ length: setup.processes }, (_, i) => ({
+    webhook: {
       kind: 'undici' as const,
       origin: setup.receiverOrigin,
       requests: per(sizes.posts),
       concurrency: setup.deliveryConcurrency,
       index: i,
-    })),
-  );
-  const nodemailerSends = await together(
-    setup,
-    Array.from({ length: setup.processes }, () => ({
+    },
+    email: {
       kind: 'smtp' as const,
       url: setup.smtpUrl,
       messages: per(sizes.emails),
       concurrency: setup.deliveryConcurrency,
-    })),
+    },
+  }));
+}
+
+/**
+ * Each process sends its share of `posts` webhooks and of the emails the mix puts beside them,
+ * both at once, as a worker process does; each channel with the concurrency of its own limit.
+ */
+async function bothChannelsLimit(setup: Setup, posts: number): Promise<BothChannelsLimit> {
+  const emails = Math.round(posts * setup.emailsPerWebhook);
+  const { results, runnerCpuMs } = await runTogether<BothResult>(
+    setup,
+    channelTasks(setup, { posts, emails }).map((t) => ({ kind: 'both' as const, ...t })),
   );
+  const webhook = sumLimit(results.map((r) => r.webhook));
+  const email = sumLimit(results.map((r) => r.email));
+  const childrenCpuMs = results.reduce((n, r) => n + r.cpuMs, 0);
+  return {
+    webhook,
+    email,
+    seconds: Math.max(webhook.seconds, email.seconds),
+    cpuSeconds: (childrenCpuMs + runnerCpuMs) / 1000,
+  };
+}
+
+export async function measureLimits(setup: Setup, sizes: LimitSizes): Promise<Limits> {
+  const bullmqNoopJobs = await bullmqLimit(setup, sizes.bullmqJobs);
+  const tasks = channelTasks(setup, sizes);
+  const undiciPosts = await together(
+    setup,
+    tasks.map((t) => t.webhook),
+  );
+  const nodemailerSends = await together(
+    setup,
+    tasks.map((t) => t.email),
+  );
+  const bothChannels = await bothChannelsLimit(setup, sizes.posts);
   const postgresInsertRows = await insertLimit(setup, sizes.insertRows);
-  return { bullmqNoopJobs, undiciPosts, nodemailerSends, postgresInsertRows };
+  return { bullmqNoopJobs, undiciPosts, nodemailerSends, bothChannels, postgresInsertRows };
 }

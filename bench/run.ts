@@ -24,7 +24,7 @@ import {
 } from './data.js';
 import { FULL_LIMIT_SIZES, QUICK_LIMIT_SIZES, measureLimits } from './limits.js';
 import { REPO_ROOT, exited, forkTs, memoryMb, nextMessage } from './procs.js';
-import { formatMarkdown, formatText, judgeTargets, type BenchReport } from './report.js';
+import { formatMarkdown, formatText, judgeTargets, rateRoom, type BenchReport } from './report.js';
 import { runScenario, type ScenarioResult } from './scenario.js';
 import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
@@ -185,6 +185,7 @@ async function main(): Promise<number> {
     const limits = await measureLimits(
       {
         processes: workerCount,
+        emailsPerWebhook: data.subscriptionsByChannel.email / data.subscriptionsByChannel.webhook,
         deliveryConcurrency: config.deliveryConcurrency,
         redis,
         redisUrl: args.redis,
@@ -240,6 +241,7 @@ async function main(): Promise<number> {
       scenarios.push(result);
     }
     const workerPeakRssMb = workerPids.map((pid) => memoryMb(pid).hwm);
+    const room = rateRoom(scenarios, limits, os.cpus().length);
 
     const report: BenchReport = {
       mode: quick ? 'quick' : 'full',
@@ -266,6 +268,7 @@ async function main(): Promise<number> {
       scenarios,
       workerPeakRssMb,
       targets: judgeTargets(scenarios, limits, workerPeakRssMb, data.places.length),
+      ...(room ? { rateRoom: room } : {}),
       correct: scenarios.every((s) => s.correctness.ok),
     };
     console.log(formatText(report));

@@ -91,14 +91,47 @@ describe('npm run bench -- --quick', () => {
   });
 
   it('measures the limits and every process it reports on', () => {
-    const { bullmqNoopJobs, undiciPosts, nodemailerSends, postgresInsertRows } = report.limits;
-    for (const limit of [bullmqNoopJobs, undiciPosts, nodemailerSends, postgresInsertRows]) {
+    const { bullmqNoopJobs, undiciPosts, nodemailerSends, bothChannels, postgresInsertRows } =
+      report.limits;
+    for (const limit of [
+      bullmqNoopJobs,
+      undiciPosts,
+      nodemailerSends,
+      bothChannels.webhook,
+      bothChannels.email,
+      postgresInsertRows,
+    ]) {
       expect(limit.perSecond).toBeGreaterThan(0);
       expect(limit.errors).toBe(0);
     }
+    // Both channels at once send the subscriptions' mix: four webhooks to an email.
+    const { webhook, email } = report.settings.subscriptionsByChannel;
+    expect(bothChannels.email.count / bothChannels.webhook.count).toBeCloseTo(email / webhook, 2);
+    expect(bothChannels.cpuSeconds).toBeGreaterThan(0);
     for (const s of report.scenarios) {
       expect(s.peakRssMb).toHaveLength(report.settings.workerProcesses);
       for (const mb of s.peakRssMb) expect(mb).toBeGreaterThan(0);
     }
+  });
+
+  it('works out what the storm rate targets leave beyond the sends', () => {
+    const room = report.rateRoom!;
+    const storm = report.scenarios[0]!;
+    const deliveries = storm.channels.webhook.sent + storm.channels.email.sent;
+    // Every storm send within the time both targets allow, on every core of the machine.
+    expect(room.windowSeconds).toBeCloseTo(
+      Math.max(
+        storm.channels.webhook.sent / (0.4 * report.limits.undiciPosts.perSecond),
+        storm.channels.email.sent / (0.5 * report.limits.nodemailerSends.perSecond),
+      ),
+      6,
+    );
+    expect(room.machineCpuSeconds).toBeCloseTo(room.windowSeconds * report.machine.cpus, 6);
+    expect(room.allowedMsPerDelivery).toBeCloseTo(
+      ((room.machineCpuSeconds - room.bareSendCpuSeconds) / deliveries) * 1000,
+      6,
+    );
+    expect(room.spentMsPerDelivery).toBeGreaterThan(0);
+    expect(stdout).toContain('CPU a delivery may cost beyond its send (ms)');
   });
 });
