@@ -59,8 +59,8 @@ export interface BothResult {
 }
 
 /** A prepared measurement: everything set up, waiting to be run. */
-interface Prepared {
-  run(): Promise<LaneResult>;
+interface Prepared<R = LaneResult> {
+  run(): Promise<R>;
   close(): Promise<void>;
 }
 
@@ -176,8 +176,10 @@ function prepareSmtp(t: SmtpTask): Prepared {
   };
 }
 
-/** Runs a prepared measurement once 'go' arrives. */
-async function whenGo(preparing: Prepared | Promise<Prepared>): Promise<LimitResult> {
+/** Runs a prepared measurement once 'go' arrives, with this process's CPU time from then on. */
+async function whenGo<R extends object>(
+  preparing: Prepared<R> | Promise<Prepared<R>>,
+): Promise<R & { cpuMs: number }> {
   const prepared = await preparing;
   process.send?.({ type: 'ready' });
   await waitFor('go');
@@ -191,18 +193,18 @@ async function whenGo(preparing: Prepared | Promise<Prepared>): Promise<LimitRes
 }
 
 /** Both channels at once, as a worker process sends them: each with its own lanes. */
-async function runBoth(t: Extract<LimitTask, { kind: 'both' }>): Promise<BothResult> {
+function prepareBoth(t: Extract<LimitTask, { kind: 'both' }>): Prepared<Omit<BothResult, 'cpuMs'>> {
   const webhook = prepareUndici(t.webhook);
   const email = prepareSmtp(t.email);
-  process.send?.({ type: 'ready' });
-  await waitFor('go');
-  const cpuAtGo = process.cpuUsage();
-  try {
-    const [w, e] = await Promise.all([webhook.run(), email.run()]);
-    return { webhook: w, email: e, cpuMs: cpuMsSince(cpuAtGo) };
-  } finally {
-    await Promise.all([webhook.close(), email.close()]);
-  }
+  return {
+    run: async () => {
+      const [w, e] = await Promise.all([webhook.run(), email.run()]);
+      return { webhook: w, email: e };
+    },
+    close: async () => {
+      await Promise.all([webhook.close(), email.close()]);
+    },
+  };
 }
 
 async function prepareInsert(t: Extract<LimitTask, { kind: 'insert' }>): Promise<Prepared> {
@@ -254,7 +256,7 @@ const task = JSON.parse(process.argv[2] ?? '{}') as LimitTask;
 const run = {
   undici: (t: UndiciTask) => whenGo(prepareUndici(t)),
   smtp: (t: SmtpTask) => whenGo(prepareSmtp(t)),
-  both: runBoth,
+  both: (t: Extract<LimitTask, { kind: 'both' }>) => whenGo(prepareBoth(t)),
   insert: (t: Extract<LimitTask, { kind: 'insert' }>) => whenGo(prepareInsert(t)),
   bullmq: runBullmq,
 } as const;
