@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { DEFAULT_JOB_OPTIONS } from '../src/pipeline/queues.js';
-import type { BothResult, LimitResult, LimitTask } from './limit-child.js';
+import type { BothResult, LaneResult, LimitResult, LimitTask } from './limit-child.js';
 import { exited, forkTs, nextMessage } from './procs.js';
 
 /**
@@ -31,8 +31,6 @@ export interface Limit {
 export interface BothChannelsLimit {
   readonly webhook: Limit;
   readonly email: Limit;
-  /** From the start until both channels are done. */
-  readonly seconds: number;
   /**
    * CPU seconds over that time: the sending processes and the runner, whose receiver and SMTP
    * server answer them (Postgres and Redis have nothing to do).
@@ -107,7 +105,7 @@ async function runTogether<R>(
 }
 
 /** What the processes did together, over the time the slowest of them took. */
-function sumLimit(results: readonly Omit<LimitResult, 'cpuMs'>[]): Limit {
+function sumLimit(results: readonly LaneResult[]): Limit {
   const count = results.reduce((n, r) => n + r.count, 0);
   const seconds = Math.max(...results.map((r) => r.ms)) / 1000;
   const errors = results.reduce((n, r) => n + r.errors, 0);
@@ -164,7 +162,7 @@ async function bullmqLimit(setup: Setup, jobs: number): Promise<Limit> {
       await sleep(10);
     }
     const seconds = (performance.now() - started) / 1000;
-    const done = children.map((c) => nextMessage<{ result: LimitResult }>(c, 'done'));
+    const done = children.map((c) => nextMessage<{ result: LaneResult }>(c, 'done'));
     for (const c of children) c.send({ type: 'stop' });
     const count = (await Promise.all(done)).reduce((n, m) => n + m.result.count, 0);
     return { perSecond: count / seconds, count, seconds, errors: jobs - count };
@@ -244,7 +242,6 @@ async function bothChannelsLimit(setup: Setup, posts: number): Promise<BothChann
   return {
     webhook,
     email,
-    seconds: Math.max(webhook.seconds, email.seconds),
     cpuSeconds: (childrenCpuMs + runnerCpuMs) / 1000,
   };
 }

@@ -52,8 +52,6 @@ export interface Target {
  * is all the checks, ledger, queues, rendering and signing may use.
  */
 export interface RateRoom {
-  /** Webhook and email rates of the bare sends at once, as shares of their own raw limits. */
-  bareShares: { webhook: number; email: number };
   windowSeconds: number;
   machineCpuSeconds: number;
   bareSendCpuSeconds: number;
@@ -88,10 +86,6 @@ export function rateRoom(
   const c = storm.cpuSeconds;
   const stormCpu = c.workers.reduce((a, b) => a + b, 0) + c.runner + c.postgres + c.redis;
   return {
-    bareShares: {
-      webhook: ratio(both.webhook.perSecond, limits.undiciPosts.perSecond),
-      email: ratio(both.email.perSecond, limits.nodemailerSends.perSecond),
-    },
     windowSeconds,
     machineCpuSeconds,
     bareSendCpuSeconds,
