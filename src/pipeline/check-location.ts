@@ -1,23 +1,35 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import type { Db } from '../db/client.js';
 import { queryPrepared, queryRows } from '../db/client.js';
-import { events, warnings } from '../db/schema.js';
+import { events } from '../db/schema.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
-  NO_EVENTS,
   type DetectSettings,
   type DetectedEvent,
-  type EventType,
   type FetchOutcome,
-  type TrackedWarning,
 } from '../domain/detect.js';
-import { filterAccepts, type SubscriptionFilter } from '../domain/filters.js';
-import { parseLevel, type Warning } from '../domain/warning.js';
+import { filterAccepts } from '../domain/filters.js';
+import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { enqueueFirstAttempts, planFirstAttempts, type Channel } from './deliver.js';
+import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
+import {
+  insertDeliveries,
+  toFilter,
+  type CreatedDelivery,
+  type NewDelivery,
+  type SubscriptionRow,
+} from './notification-ledger.js';
+import {
+  markSeen,
+  readTracked,
+  toTracked,
+  withoutRaw,
+  writeWarnings,
+  type Tx,
+  type WarningRow,
+} from './warning-store.js';
 
 export const CHECK_JOB = 'check';
 
@@ -26,165 +38,6 @@ export const checkPayload = z.object({
   placeId: z.string().regex(/^[A-Za-z0-9]{1,32}$/),
 });
 export type CheckPayload = z.infer<typeof checkPayload>;
-
-export interface CheckOutcome {
-  /** false when this cycle's check of the place had already been applied (a re-run job). */
-  applied: boolean;
-  fetchOk: boolean;
-  events: Record<EventType, number>;
-  /** Delivery rows this check created (their jobs are enqueued after the commit). */
-  deliveries: number;
-}
-
-/** An applied check that has not found anything yet. */
-export function emptyOutcome(fetchOk: boolean): CheckOutcome {
-  return { applied: true, fetchOk, events: NO_EVENTS(), deliveries: 0 };
-}
-
-/**
- * Whether an answer was fetched before the one already applied to its place or point:
- * applying it could count a miss twice or bring back what a newer answer closed.
- */
-export function isStale(
-  lastFetchedAt: Date | string | null | undefined,
-  fetchStartedAt: Date,
-): boolean {
-  return lastFetchedAt != null && new Date(lastFetchedAt) > fetchStartedAt;
-}
-
-/** A delivery row just created, and the job that will carry its first attempt. */
-export interface CreatedDelivery {
-  id: string;
-  channel: Channel;
-  firstJobId: string | null;
-}
-
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
-
-export interface WarningRow {
-  warning_id: string;
-  state: TrackedWarning['state'];
-  record: Omit<Warning, 'raw'>;
-  raw: unknown;
-  first_seen: Date;
-  last_seen: Date;
-  misses: number;
-  closed_at: Date | null;
-}
-
-interface SubscriptionRow {
-  subscriber_id: string;
-  channel: 'email' | 'webhook';
-  min_level: string | null;
-  types: string[] | null;
-  events: EventType[] | null;
-}
-
-export function toTracked(row: WarningRow): TrackedWarning {
-  return {
-    id: row.warning_id,
-    state: row.state,
-    warning: { ...row.record, raw: row.raw },
-    firstSeen: new Date(row.first_seen),
-    lastSeen: new Date(row.last_seen),
-    misses: row.misses,
-    closedAt: row.closed_at ? new Date(row.closed_at) : null,
-  };
-}
-
-export function toFilter(row: SubscriptionRow): SubscriptionFilter {
-  return {
-    minLevel: parseLevel(row.min_level) ?? null,
-    types: row.types,
-    events: row.events,
-  };
-}
-
-export function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
-  const { raw: _raw, ...record } = warning;
-  return record;
-}
-
-const instant = (text: string | null) => {
-  if (!text) return null;
-  const ms = Date.parse(text);
-  return Number.isNaN(ms) ? null : new Date(ms);
-};
-
-/** The warnings tracked at a place or point: those last seen within the reappear window. */
-export async function readTracked(
-  tx: Tx,
-  key: string,
-  windowStart: Date,
-): Promise<TrackedWarning[]> {
-  const rows = await queryRows<WarningRow>(
-    tx,
-    sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
-        FROM warnings WHERE place_id = ${key} AND last_seen > ${windowStart}`,
-  );
-  return rows.map(toTracked);
-}
-
-/** Warnings present in a successful answer: seen now, no misses. */
-export async function markSeen(
-  tx: Tx,
-  key: string,
-  warningIds: readonly string[],
-  now: Date,
-): Promise<void> {
-  if (warningIds.length === 0) return;
-  await tx.execute(sql`
-    UPDATE warnings SET last_seen = ${now}, misses = 0
-    WHERE place_id = ${key} AND warning_id = ANY(${sql.param(warningIds)}::text[])`);
-}
-
-export async function writeWarnings(
-  tx: Tx,
-  placeId: string,
-  changes: TrackedWarning[],
-): Promise<void> {
-  if (changes.length === 0) return;
-  await tx
-    .insert(warnings)
-    .values(
-      changes.map((t) => ({
-        placeId,
-        warningId: t.id,
-        state: t.state,
-        title: t.warning.title,
-        level: t.warning.level,
-        typeCode: t.warning.typeCode,
-        typeName: t.warning.typeName,
-        status: t.warning.status,
-        startTime: instant(t.warning.startTime),
-        endTime: instant(t.warning.endTime),
-        record: withoutRaw(t.warning),
-        raw: t.warning.raw ?? null,
-        firstSeen: t.firstSeen,
-        lastSeen: t.lastSeen,
-        misses: t.misses,
-        closedAt: t.closedAt,
-      })),
-    )
-    .onConflictDoUpdate({
-      target: [warnings.placeId, warnings.warningId],
-      set: {
-        state: sql`excluded.state`,
-        title: sql`excluded.title`,
-        level: sql`excluded.level`,
-        typeCode: sql`excluded.type_code`,
-        typeName: sql`excluded.type_name`,
-        status: sql`excluded.status`,
-        startTime: sql`excluded.start_time`,
-        endTime: sql`excluded.end_time`,
-        record: sql`excluded.record`,
-        raw: sql`excluded.raw`,
-        lastSeen: sql`excluded.last_seen`,
-        misses: sql`excluded.misses`,
-        closedAt: sql`excluded.closed_at`,
-      },
-    });
-}
 
 /**
  * Inserts the events and, for each one new to the store, one delivery row per subscriber whose
@@ -310,55 +163,6 @@ async function applyQuietCheck(
         SELECT count(*)::int AS n FROM place`,
   );
   return written?.n === 1 ? result : null;
-}
-
-/** A delivery row a check owes, before it is inserted. */
-export interface NewDelivery {
-  subscriberId: string;
-  eventId: number;
-  cycleId: string;
-  placeId: string;
-  warningId: string;
-  eventType: EventType;
-  channel: Channel;
-  nextAttemptAt: Date;
-  firstJobId: string;
-}
-
-/** Bounded statements: one national storm can owe thousands of rows to one place. */
-const DELIVERY_INSERT_CHUNK = 5000;
-
-/**
- * Inserts delivery rows, skipping those that exist (DESIGN invariant 2), as one column array
- * per field: a statement of nine parameters, not nine per row, which a storm's checks spent
- * most of their time building and Postgres parsing.
- */
-export async function insertDeliveries(
-  tx: Tx,
-  rows: readonly NewDelivery[],
-): Promise<CreatedDelivery[]> {
-  const created: CreatedDelivery[] = [];
-  for (let i = 0; i < rows.length; i += DELIVERY_INSERT_CHUNK) {
-    const chunk = rows.slice(i, i + DELIVERY_INSERT_CHUNK);
-    const column = <T>(pick: (r: NewDelivery) => T) => sql.param(chunk.map(pick));
-    const inserted = await queryRows<{ id: string; channel: Channel; first_job_id: string | null }>(
-      tx,
-      sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-            event_type, channel, next_attempt_at, first_job_id)
-          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
-            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
-            ${column((r) => r.nextAttemptAt.toISOString())}::timestamptz[],
-            ${column((r) => r.firstJobId)}::text[])
-          ON CONFLICT DO NOTHING
-          RETURNING id, channel, first_job_id`,
-    );
-    for (const r of inserted) {
-      created.push({ id: r.id, channel: r.channel, firstJobId: r.first_job_id });
-    }
-  }
-  return created;
 }
 
 /**

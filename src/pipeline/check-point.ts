@@ -20,23 +20,17 @@ import {
   type Point,
 } from '../domain/points.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
-import {
-  markSeen,
-  readTracked,
-  toFilter,
-  withoutRaw,
-  writeWarnings,
-  emptyOutcome,
-  isStale,
-  type CheckOutcome,
-  type Tx,
-  insertDeliveries,
-  type CreatedDelivery,
-  type NewDelivery,
-} from './check-location.js';
+import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
+import {
+  insertDeliveries,
+  toFilter,
+  type CreatedDelivery,
+  type NewDelivery,
+} from './notification-ledger.js';
+import { markSeen, readTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1): one watched point, `GET /weatheralert/v1/current/
