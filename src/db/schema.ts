@@ -65,6 +65,22 @@ export const subscribers = pgTable(
     active: boolean('active').notNull().default(true),
     /** Why delivery stopped on its own (a webhook answering 410); null while healthy. */
     disabledReason: text('disabled_reason'),
+    /**
+     * How notifications are combined into messages (INTERFACE §6): 'none', 'cycle' or 'window'
+     * (with `groupWindowSeconds`); null = the channel's default (email 'cycle', webhook 'none').
+     */
+    groupMode: text('group_mode'),
+    groupWindowSeconds: integer('group_window_seconds'),
+    /** IANA time zone of the quiet hours; null = the first place's zone, else Asia/Shanghai. */
+    timezone: text('timezone'),
+    /** Quiet hours, local "HH:MM" (INTERFACE §7); both null = none. */
+    quietFrom: text('quiet_from'),
+    quietTo: text('quiet_to'),
+    /** A notification at or above this level is never held by the quiet hours. */
+    quietBypassLevel: text('quiet_bypass_level'),
+    maxPerHour: integer('max_per_hour'),
+    /** Set by the one-click unsubscribe (INTERFACE §9); only `qwn seed --resubscribe` clears it. */
+    unsubscribedAt: tstz('unsubscribed_at'),
     createdAt: tstz('created_at').notNull().defaultNow(),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
   },
@@ -83,6 +99,22 @@ export const subscribers = pgTable(
       sql`(${t.webhookUrl} IS NULL AND ${t.webhookSecret} IS NULL) OR (${t.webhookUrl} IS NOT NULL AND ${t.webhookSecret} IS NOT NULL AND ${t.webhookSecret} ~ '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$')`,
     ),
     check('subscribers_lang', sql`${t.lang} IN ('zh', 'en')`),
+    check(
+      'subscribers_group',
+      sql`(${t.groupMode} IS NULL OR ${t.groupMode} IN ('none', 'cycle', 'window')) AND (${t.groupMode} = 'window') = (${t.groupWindowSeconds} IS NOT NULL) AND (${t.groupWindowSeconds} IS NULL OR ${t.groupWindowSeconds} BETWEEN 1 AND 3600)`,
+    ),
+    check(
+      'subscribers_timezone',
+      sql`${t.timezone} IS NULL OR ${t.timezone} ~ '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$'`,
+    ),
+    check(
+      'subscribers_quiet_hours',
+      sql`(${t.quietFrom} IS NULL) = (${t.quietTo} IS NULL) AND (${t.quietFrom} IS NULL OR (${t.quietFrom} ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$' AND ${t.quietTo} ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$' AND ${t.quietFrom} <> ${t.quietTo})) AND (${t.quietBypassLevel} IS NULL OR (${t.quietFrom} IS NOT NULL AND ${t.quietBypassLevel} IN (${LEVEL_SQL})))`,
+    ),
+    check(
+      'subscribers_max_per_hour',
+      sql`${t.maxPerHour} IS NULL OR ${t.maxPerHour} BETWEEN 1 AND 1000`,
+    ),
   ],
 );
 
@@ -249,9 +281,9 @@ export const events = pgTable(
 );
 
 /**
- * The delivery ledger: one row per (subscriber, warning id, event type) — DESIGN invariant 2.
- * Its id is the webhook-id and the email Message-ID, on every retry and redelivery. Stored with
- * fillfactor 50 (migration 0003), so that an attempt's claim is a HOT update.
+ * The notification ledger: one row per (subscriber, warning id, event type) — DESIGN invariant 2.
+ * A notification is decided once; what is sent is its message (`message_id`), which may carry
+ * other notifications of the same subscriber too (invariant 8). The table keeps its first name.
  */
 export const deliveries = pgTable(
   'deliveries',
@@ -272,15 +304,53 @@ export const deliveries = pgTable(
     warningId: text('warning_id').notNull(),
     eventType: text('event_type').notNull(),
     channel: text('channel').notNull(),
+    /**
+     * The message that carries it. Written in the same statement as the message (no foreign
+     * key, for the reason of `eventId`); every notification has exactly one.
+     */
+    messageId: uuid('message_id').notNull(),
+    /**
+     * At or above the subscriber's quiet-hours bypass level, or in a chain that was: never held
+     * by quiet hours, and neither is anything later in its chain (invariant 9).
+     */
+    urgent: boolean('urgent').notNull().default(false),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType),
+    index('deliveries_message_idx').on(t.messageId),
+    index('deliveries_cycle_idx').on(t.cycleId),
+    index('deliveries_created_idx').on(t.createdAt),
+    check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
+    check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook')`),
+  ],
+);
+
+/**
+ * What is sent: one email or one webhook POST carrying one or more notifications of one
+ * subscriber (INTERFACE §6). Its id is the webhook-id and the email Message-ID, on every retry
+ * and redelivery; a message of one notification takes that notification's id. `open` collects:
+ * notifications of the subscriber may still join it until `next_attempt_at`, when it is due.
+ * Stored with fillfactor 50 (as the ledger was, migration 0003) so that a claim is a HOT update.
+ */
+export const messages = pgTable(
+  'messages',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    subscriberId: uuid('subscriber_id')
+      .notNull()
+      .references(() => subscribers.id, { onDelete: 'cascade' }),
+    channel: text('channel').notNull(),
     status: text('status').notNull().default('pending'),
+    /** Why it waited before its first attempt: grouping, quiet hours or the hourly limit. */
+    hold: text('hold'),
+    /** `hold = 'cycle'`: the cycle it collects, released when that cycle's checks are done. */
+    cycleId: uuid('cycle_id'),
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: tstz('next_attempt_at').notNull().defaultNow(),
     /** A sender holds the row until then; a crashed sender's claim simply runs out. */
     claimedUntil: tstz('claimed_until'),
-    /**
-     * The deliver job that carries the first attempt: a check enqueues one job for many rows, so
-     * the sweeper asks this job, not the row's own id, whether the attempt is still under way.
-     */
+    /** The deliver job that carries the first attempt (several messages share one). */
     firstJobId: text('first_job_id'),
     lastError: text('last_error'),
     sentAt: tstz('sent_at'),
@@ -288,15 +358,23 @@ export const deliveries = pgTable(
     updatedAt: tstz('updated_at').notNull().defaultNow(),
   },
   (t) => [
-    unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType),
-    index('deliveries_due_idx')
+    index('messages_due_idx')
       .on(t.nextAttemptAt)
-      .where(sql`${t.status} IN ('pending', 'retrying')`),
-    index('deliveries_cycle_idx').on(t.cycleId),
-    index('deliveries_created_idx').on(t.createdAt),
-    check('deliveries_status', sql`${t.status} IN ('pending', 'sent', 'retrying', 'dead')`),
-    check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
-    check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook')`),
-    check('deliveries_attempts', sql`${t.attempts} >= 0`),
+      .where(sql`${t.status} IN ('open', 'pending', 'retrying')`),
+    index('messages_open_idx')
+      .on(t.subscriberId)
+      .where(sql`${t.status} = 'open'`),
+    index('messages_subscriber_sent_idx').on(t.subscriberId, t.sentAt),
+    index('messages_created_idx').on(t.createdAt),
+    check(
+      'messages_status',
+      sql`${t.status} IN ('open', 'pending', 'sent', 'retrying', 'dead')`,
+    ),
+    check(
+      'messages_hold',
+      sql`${t.hold} IS NULL OR ${t.hold} IN ('cycle', 'window', 'quiet', 'throttle')`,
+    ),
+    check('messages_channel', sql`${t.channel} IN ('email', 'webhook')`),
+    check('messages_attempts', sql`${t.attempts} >= 0`),
   ],
 );
