@@ -2,11 +2,13 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 
 /**
- * Reading the delivery ledger for `qwn deliveries` and `qwn redeliver`: plain queries over the
- * store, no I/O of their own beyond the database they are handed.
+ * Reading the ledger for `qwn deliveries` and `qwn redeliver`: each notification with the state
+ * of the message that carries it (INTERFACE §6). Plain queries over the store, no I/O of their
+ * own beyond the database they are handed.
  */
 
-export const DELIVERY_STATUSES = ['pending', 'sent', 'retrying', 'dead'] as const;
+/** A message's state as shown: `held` is a message still collecting (quiet hours, grouping). */
+export const DELIVERY_STATUSES = ['held', 'pending', 'sent', 'retrying', 'dead'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export function isDeliveryStatus(value: string): value is DeliveryStatus {
@@ -33,7 +35,12 @@ export interface DeliveryFilter {
 export const DEFAULT_LIST_LIMIT = 50;
 
 export interface DeliveryListing {
+  /** The notification. */
   id: string;
+  /** The message that carries it: the webhook-id and the email Message-ID. */
+  messageId: string;
+  /** Why the message waited: grouping, quiet hours or the hourly limit; null if it did not. */
+  hold: string | null;
   createdAt: Date;
   status: DeliveryStatus;
   attempts: number;
@@ -46,7 +53,7 @@ export interface DeliveryListing {
   placeName: string | null;
   eventType: string;
   warningId: string;
-  /** When the next attempt is due; null once the row is sent or dead. */
+  /** When the next attempt is due; null once the message is sent or dead. */
   nextAttemptAt: Date | null;
   lastError: string | null;
   sentAt: Date | null;
@@ -54,6 +61,8 @@ export interface DeliveryListing {
 
 interface ListingRow {
   id: string;
+  message_id: string;
+  hold: string | null;
   created_at: Date | string;
   status: DeliveryStatus;
   attempts: number;
@@ -73,9 +82,11 @@ interface ListingRow {
 const toDate = (value: Date | string): Date => (value instanceof Date ? value : new Date(value));
 
 function toListing(row: ListingRow): DeliveryListing {
-  const open = row.status === 'pending' || row.status === 'retrying';
+  const open = row.status === 'held' || row.status === 'pending' || row.status === 'retrying';
   return {
     id: row.id,
+    messageId: row.message_id,
+    hold: row.hold,
     createdAt: toDate(row.created_at),
     status: row.status,
     attempts: row.attempts,
@@ -94,15 +105,22 @@ function toListing(row: ListingRow): DeliveryListing {
 }
 
 const LISTING_COLUMNS = sql`
-  d.id, d.created_at, d.status, d.attempts, d.channel, d.subscriber_id,
-  coalesce(s.email, s.webhook_url) AS subscriber, s.active AS subscriber_active,
-  d.place_id, p.name AS place_name, d.event_type, d.warning_id, d.next_attempt_at,
-  d.last_error, d.sent_at`;
+  d.id, d.message_id, m.hold, d.created_at,
+  CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status, m.attempts, d.channel,
+  d.subscriber_id, coalesce(s.email, s.webhook_url) AS subscriber,
+  s.active AND s.unsubscribed_at IS NULL AS subscriber_active,
+  d.place_id, p.name AS place_name, d.event_type, d.warning_id, m.next_attempt_at,
+  m.last_error, m.sent_at`;
 
 const LISTING_FROM = sql`
   FROM deliveries d
+  JOIN messages m ON m.id = d.message_id
   JOIN subscribers s ON s.id = d.subscriber_id
   LEFT JOIN places p ON p.id = d.place_id`;
+
+/** The message status a shown status stands for. */
+export const storedStatus = (status: DeliveryStatus): string =>
+  status === 'held' ? 'open' : status;
 
 /** The ledger, newest first, narrowed by the filter. */
 export async function listDeliveries(
@@ -110,7 +128,7 @@ export async function listDeliveries(
   filter: DeliveryFilter = {},
 ): Promise<DeliveryListing[]> {
   const conditions: SQL[] = [];
-  if (filter.status) conditions.push(sql`d.status = ${filter.status}`);
+  if (filter.status) conditions.push(sql`m.status = ${storedStatus(filter.status)}`);
   if (filter.subscriber) {
     conditions.push(
       sql`(lower(s.email) = lower(${filter.subscriber}) OR s.webhook_url = ${filter.subscriber})`,
@@ -128,17 +146,26 @@ export async function listDeliveries(
   return rows.map(toListing);
 }
 
-/** The rows with these ids, in the order asked; unknown ids are left out. */
+/**
+ * The notifications of these messages, in the order asked (a message's own notifications by
+ * time); unknown ids are left out.
+ */
 export async function getDeliveries(db: Db, ids: readonly string[]): Promise<DeliveryListing[]> {
   const valid = ids.filter(isDeliveryId);
   if (valid.length === 0) return [];
   const rows = await queryRows<ListingRow>(
     db,
     sql`SELECT ${LISTING_COLUMNS} ${LISTING_FROM}
-        WHERE d.id = ANY(${sql.param(valid)}::uuid[])`,
+        WHERE d.message_id = ANY(${sql.param(valid)}::uuid[])
+        ORDER BY d.created_at, d.id`,
   );
-  const byId = new Map(rows.map((r) => [r.id, toListing(r)]));
-  return valid.flatMap((id) => byId.get(id.toLowerCase()) ?? []);
+  const byMessage = new Map<string, DeliveryListing[]>();
+  for (const row of rows) {
+    const list = byMessage.get(row.message_id) ?? [];
+    list.push(toListing(row));
+    byMessage.set(row.message_id, list);
+  }
+  return valid.flatMap((id) => byMessage.get(id.toLowerCase()) ?? []);
 }
 
 /** `text` on one line, at most `max` characters, with an ellipsis when it was longer. */

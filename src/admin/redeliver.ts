@@ -4,7 +4,7 @@ import { queryRows, type Db } from '../db/client.js';
 import {
   ATTEMPT_UNDER_WAY,
   deliverQueue,
-  enqueueDelivery,
+  enqueueMessage,
   inactiveReason,
   type Channel,
   type DeliverQueues,
@@ -13,16 +13,18 @@ import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
   isDeliveryId,
+  storedStatus,
   type DeliveryListing,
   type DeliveryStatus,
 } from './deliveries.js';
 
 /**
- * Replaying ledger rows (`qwn redeliver`). A row is set back to pending and gets a deliver job
- * under its own id, so the receiver sees the same webhook-id / Message-ID as the first time.
+ * Replaying messages (`qwn redeliver`). A message is set back to pending and gets a deliver job
+ * under its own id, so the receiver sees the same webhook-id / Message-ID as the first time,
+ * with the same notifications in it. A notification's id names the message that carries it.
  *
- * Attempts start again from 0: a redelivery is an admin asking for the notification once more,
- * and it deserves the whole retry schedule — a dead row kept at its old count would die again
+ * Attempts start again from 0: a redelivery is an admin asking for the message once more, and
+ * it deserves the whole retry schedule — a dead message kept at its old count would die again
  * at the first failure. When it was last delivered (`sent_at`) and the last error stay as they
  * were until the new attempt replaces them.
  */
@@ -30,7 +32,7 @@ import {
 export type RedeliverSelection =
   { readonly ids: readonly string[] } | { readonly since: Date; readonly status?: DeliveryStatus };
 
-export type SkipReason = 'subscriber-inactive' | 'in-flight';
+export type SkipReason = 'subscriber-inactive' | 'in-flight' | 'held';
 
 export interface RedeliverResult {
   /** Rows set back to pending, each with a deliver job for its next attempt. */
@@ -42,25 +44,42 @@ export interface RedeliverResult {
 
 interface Candidate {
   id: string;
+  /** The id asked for: the message's, or that of a notification it carries. */
+  asked: string | null;
   status: DeliveryStatus;
   attempts: number;
   active: boolean;
+  unsubscribed: boolean;
   disabled_reason: string | null;
   in_flight: boolean;
 }
 
 function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candidate[]> {
-  const where =
-    'ids' in selection
-      ? sql`d.id = ANY(${sql.param(selection.ids.filter(isDeliveryId))}::uuid[])`
-      : selection.status
-        ? sql`d.created_at >= ${selection.since.toISOString()} AND d.status = ${selection.status}`
-        : sql`d.created_at >= ${selection.since.toISOString()}`;
+  if ('ids' in selection) {
+    const ids = sql.param(selection.ids.filter(isDeliveryId).map((id) => id.toLowerCase()));
+    return queryRows<Candidate>(
+      db,
+      sql`SELECT DISTINCT ON (d.id) d.id, a.id::text AS asked,
+            CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
+            s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
+            coalesce(d.claimed_until >= now(), false) AS in_flight
+          FROM unnest(${ids}::uuid[]) AS a(id)
+          JOIN messages d ON d.id = a.id
+            OR d.id = (SELECT n.message_id FROM deliveries n WHERE n.id = a.id)
+          JOIN subscribers s ON s.id = d.subscriber_id
+          ORDER BY d.id, d.created_at`,
+    );
+  }
+  const where = selection.status
+    ? sql`d.created_at >= ${selection.since.toISOString()} AND d.status = ${storedStatus(selection.status)}`
+    : sql`d.created_at >= ${selection.since.toISOString()}`;
   return queryRows<Candidate>(
     db,
-    sql`SELECT d.id, d.status, d.attempts, s.active, s.disabled_reason,
+    sql`SELECT d.id, NULL AS asked,
+          CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
+          s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
           coalesce(d.claimed_until >= now(), false) AS in_flight
-        FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+        FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
         WHERE ${where}
         ORDER BY d.created_at, d.id`,
   );
@@ -77,19 +96,24 @@ export async function redeliver(
   selection: RedeliverSelection,
 ): Promise<RedeliverResult> {
   const candidates = await selectCandidates(deps.db, selection);
-  const found = new Set(candidates.map((c) => c.id));
+  const found = new Set(candidates.flatMap((c) => [c.id, c.asked ?? c.id]));
   const unknown =
     'ids' in selection ? selection.ids.filter((id) => !found.has(id.toLowerCase())) : [];
 
   const skipped: RedeliverResult['skipped'] = [];
   const eligible: string[] = [];
   for (const c of candidates) {
-    if (!c.active) {
+    if (!c.active || c.unsubscribed) {
+      // An unsubscribe is final until the person undoes it (DESIGN invariant 11).
       skipped.push({
         id: c.id,
         reason: 'subscriber-inactive',
-        detail: inactiveReason(c.disabled_reason),
+        detail: inactiveReason(c),
       });
+    } else if (c.status === 'held') {
+      // Still collecting: sending it now would break its quiet hours or hourly limit, and it
+      // goes out by itself when its hold ends (invariant 9).
+      skipped.push({ id: c.id, reason: 'held', detail: 'the message is held and not sent yet' });
     } else if (c.in_flight) {
       skipped.push({ id: c.id, reason: 'in-flight', detail: 'an attempt is under way' });
     } else {
@@ -110,15 +134,17 @@ export async function redeliver(
           deps.db,
           sql`WITH target AS (
                 SELECT d.id, d.status, d.attempts
-                FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-                WHERE d.id = ANY(${sql.param(eligible)}::uuid[]) AND s.active
+                FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
+                WHERE d.id = ANY(${sql.param(eligible)}::uuid[])
+                  AND s.active AND s.unsubscribed_at IS NULL AND d.status <> 'open'
                   AND (d.claimed_until IS NULL OR d.claimed_until < now())
                 FOR UPDATE OF d)
-              UPDATE deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(),
+              UPDATE messages d SET status = 'pending', attempts = 0, next_attempt_at = now(),
                 claimed_until = NULL, first_job_id = NULL, updated_at = now()
               FROM target t
               WHERE d.id = t.id
-              RETURNING d.id, d.channel, t.status AS previous_status,
+              RETURNING d.id, d.channel,
+                CASE WHEN t.status = 'open' THEN 'held' ELSE t.status END AS previous_status,
                 t.attempts AS previous_attempts`,
         );
   const resetIds = new Set(reset.map((r) => r.id));
@@ -133,7 +159,7 @@ export async function redeliver(
       // The old series' delayed retry would only find the row not due; drop it to keep Redis tidy.
       await removeDelayedJob(deps.queues, row.channel, deliverJobId(row.id, row.previous_attempts));
     }
-    await enqueueDelivery(deps.queues, row, 0);
+    await enqueueMessage(deps.queues, row, 0);
   }
 
   const order = new Map(candidates.map((c, i) => [c.id, i]));
@@ -163,9 +189,9 @@ async function removeDelayedJob(
 }
 
 /**
- * Waits until every row has had its next attempt (sent, retrying or dead), by whichever worker
- * took it, and returns the rows. A row whose claim ran out without an outcome (a crashed
- * sender) counts as done here: the sweeper owns it.
+ * Waits until every message has had its next attempt (sent, retrying or dead), by whichever
+ * worker took it, and returns their notifications. A message whose claim ran out without an
+ * outcome (a crashed sender) counts as done here: the sweeper owns it.
  */
 export async function waitForAttempts(
   db: Db,
@@ -178,7 +204,7 @@ export async function waitForAttempts(
     for (;;) {
       const [open] = await queryRows<{ n: number }>(
         db,
-        sql`SELECT count(*)::int AS n FROM deliveries
+        sql`SELECT count(*)::int AS n FROM messages
             WHERE id = ANY(${sql.param([...ids])}::uuid[]) AND ${ATTEMPT_UNDER_WAY}`,
       );
       if ((open?.n ?? 0) === 0) break;

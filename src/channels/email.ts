@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { NodemailerError } from 'nodemailer/lib/errors';
-import { renderEmail, type Notification } from '../domain/render.js';
+import { renderEmailMessage, type MessageContent } from '../domain/message-render.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import { startDeadline } from './deadline.js';
 import { composeMime, MimeHeaderError, parseMailFrom } from './mime.js';
@@ -29,7 +29,8 @@ export class EmailError extends Error {
 }
 
 export interface Mailer {
-  send(to: string, n: Notification): Promise<{ messageId: string; response: string }>;
+  /** Sends one message; its id makes the `Message-ID`, the same on every retry and redelivery. */
+  send(to: string, m: MessageContent): Promise<{ messageId: string; response: string }>;
   close(): Promise<void>;
 }
 
@@ -52,9 +53,9 @@ const DEFAULT_SEND_TIMEOUT_MS = 60_000;
 /** Errors without an SMTP reply that no retry can fix: the message or the setup is wrong. */
 const PERMANENT_CODES = new Set(['ECONFIG', 'EENVELOPE', 'EMAXRECIPIENTS', 'ENOAUTH']);
 
-/** The stable Message-ID of a notification: a consumer can drop a rare duplicate by it. */
-export function messageIdFor(deliveryId: string): string {
-  return `<${deliveryId}@qwn>`;
+/** The stable Message-ID of a message: a consumer can drop a rare duplicate by it. */
+export function messageIdFor(id: string): string {
+  return `<${id}@qwn>`;
 }
 
 export function classifySmtpError(err: unknown): EmailError {
@@ -152,9 +153,9 @@ export function createMailer(o: MailerOptions): Mailer {
   if (/^https:/i.test(unsubscribe)) headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
 
   return {
-    async send(to, n) {
-      const { subject, text, html } = renderEmail(n);
-      const messageId = messageIdFor(n.deliveryId);
+    async send(to, m) {
+      const { subject, text, html } = renderEmailMessage(m);
+      const messageId = messageIdFor(m.id);
       const deadline = startDeadline(sendTimeoutMs);
       try {
         const raw = composeMime({
@@ -166,7 +167,7 @@ export function createMailer(o: MailerOptions): Mailer {
           headers,
           text,
           html,
-          boundary: `qwn-alt-${n.deliveryId}`,
+          boundary: `qwn-alt-${m.id}`,
         });
         const info = await transport.sendMail({
           envelope: { from: from.address, to: [to] },
@@ -175,13 +176,13 @@ export function createMailer(o: MailerOptions): Mailer {
           messageId,
           signal: deadline.signal,
         });
-        o.logger.debug({ deliveryId: n.deliveryId, response: info.response }, 'email sent');
+        o.logger.debug({ messageId: m.id, response: info.response }, 'email sent');
         return { messageId, response: info.response };
       } catch (err) {
         const failure = classifySmtpError(err);
         o.logger.debug(
           {
-            deliveryId: n.deliveryId,
+            messageId: m.id,
             retryable: failure.retryable,
             responseCode: failure.responseCode,
           },

@@ -3,7 +3,7 @@ import type dns from 'node:dns';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { webhookPayload, type Notification } from '../domain/render.js';
+import { renderWebhookMessage, type MessageContent } from '../domain/message-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
 import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
@@ -69,7 +69,8 @@ export interface WebhookTarget {
 }
 
 export interface WebhookSender {
-  send(target: WebhookTarget, n: Notification): Promise<{ status: number; webhookId: string }>;
+  /** POSTs one message; its id is the `webhook-id`, the same on every retry and redelivery. */
+  send(target: WebhookTarget, m: MessageContent): Promise<{ status: number; webhookId: string }>;
   close(): Promise<void>;
 }
 
@@ -239,13 +240,13 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
   const now = o.now ?? (() => new Date());
 
   return {
-    async send(target, n) {
+    async send(target, m) {
       const url = parseTarget(target.url, o.allowPrivate);
-      const body = JSON.stringify(webhookPayload(n));
+      const body = JSON.stringify(renderWebhookMessage(m));
       const at = now();
-      const signature = signWebhook(target.secret, n.deliveryId, at, body);
+      const signature = signWebhook(target.secret, m.id, at, body);
       // Plain fields, not a child logger: a child per send was measurable in a storm's profile.
-      const ids = { deliveryId: n.deliveryId, host: url.host };
+      const ids = { messageId: m.id, host: url.host };
       const deadline = startDeadline(o.timeoutMs);
 
       let response: Dispatcher.ResponseData;
@@ -257,7 +258,7 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
           headers: {
             'content-type': 'application/json',
             'user-agent': USER_AGENT,
-            'webhook-id': n.deliveryId,
+            'webhook-id': m.id,
             'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
             'webhook-signature': signature,
           },
@@ -283,7 +284,7 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
 
       if (response.statusCode >= 200 && response.statusCode < 300) {
         o.logger.debug({ ...ids, status: response.statusCode }, 'webhook delivered');
-        return { status: response.statusCode, webhookId: n.deliveryId };
+        return { status: response.statusCode, webhookId: m.id };
       }
       const failure = statusFailure(response.statusCode, response.headers, now());
       o.logger.debug({ ...ids, status: response.statusCode, kind: failure.kind }, 'webhook failed');

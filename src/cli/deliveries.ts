@@ -14,7 +14,7 @@ import { parseCommandLine, UsageError } from './command.js';
 import { formatTable, type Column } from './table.js';
 
 const USAGE =
-  'usage: qwn deliveries [--status pending|sent|retrying|dead] [--subscriber EMAIL|URL] ' +
+  'usage: qwn deliveries [--status held|pending|sent|retrying|dead] [--subscriber EMAIL|URL] ' +
   '[--since ISO-time] [--limit N] [--json]';
 
 /** A listing is for reading; the whole error is in --json. */
@@ -50,11 +50,15 @@ export function parseStatus(value: string): DeliveryStatus {
   return value;
 }
 
-/** The ledger's columns; `qwn redeliver` shows a subset of them. */
+/** The ledger's columns: each notification and its message; `qwn redeliver` shows a subset. */
 export const LEDGER_COLUMNS: readonly Column<DeliveryListing>[] = [
   { header: 'id', value: (d) => d.id },
+  { header: 'message', value: (d) => d.messageId },
   { header: 'created', value: (d) => shortTime(d.createdAt) },
-  { header: 'status', value: (d) => d.status },
+  {
+    header: 'status',
+    value: (d) => (d.hold && d.status === 'held' ? `held (${d.hold})` : d.status),
+  },
   { header: 'attempts', value: (d) => d.attempts, align: 'right' },
   { header: 'channel', value: (d) => d.channel },
   {
@@ -85,7 +89,7 @@ function deliveriesJson(rows: readonly DeliveryListing[]): string {
   );
 }
 
-/** `qwn deliveries`: the delivery ledger, newest first (INTERFACE §1). */
+/** `qwn deliveries`: the notifications and their messages, newest first (INTERFACE §1, §6). */
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseCommandLine(
     argv,

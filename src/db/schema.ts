@@ -366,10 +366,7 @@ export const messages = pgTable(
       .where(sql`${t.status} = 'open'`),
     index('messages_subscriber_sent_idx').on(t.subscriberId, t.sentAt),
     index('messages_created_idx').on(t.createdAt),
-    check(
-      'messages_status',
-      sql`${t.status} IN ('open', 'pending', 'sent', 'retrying', 'dead')`,
-    ),
+    check('messages_status', sql`${t.status} IN ('open', 'pending', 'sent', 'retrying', 'dead')`),
     check(
       'messages_hold',
       sql`${t.hold} IS NULL OR ${t.hold} IN ('cycle', 'window', 'quiet', 'throttle')`,

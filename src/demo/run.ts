@@ -270,8 +270,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       }
       const byChannel = await queryRows<DeliveryCount>(
         ctx.db,
-        sql`SELECT channel, status, count(*)::int AS count FROM deliveries
-            WHERE cycle_id = ${summary.cycle} GROUP BY channel, status ORDER BY channel, status`,
+        sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status,
+              count(*)::int AS count
+            FROM deliveries d JOIN messages m ON m.id = d.message_id
+            WHERE d.cycle_id = ${summary.cycle} GROUP BY 1, 2 ORDER BY 1, 2`,
       );
       print(
         `      delivered ${byChannel.length ? byChannel.map((d) => `${d.channel} ${d.count} ${d.status}`).join(' · ') : 'nothing: no subscriber is owed a notification'}`,
@@ -327,8 +329,10 @@ async function summarize(input: {
   ) as Record<EventType, number>;
   const deliveries = await queryRows<DeliveryCount>(
     input.ctx.db,
-    sql`SELECT channel, status, count(*)::int AS count FROM deliveries
-        GROUP BY channel, status ORDER BY channel, status`,
+    sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status,
+          count(*)::int AS count
+        FROM deliveries d JOIN messages m ON m.id = d.message_id
+        GROUP BY 1, 2 ORDER BY 1, 2`,
   );
   return {
     cycles: input.cycles,

@@ -13,12 +13,16 @@ import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
+import { enqueueFirstAttempts } from './deliver.js';
 import {
-  insertDeliveries,
+  insertNotifications,
+  NOTHING_INSERTED,
+  notifiedLevel,
+  SUBSCRIBER_DELIVERY_COLUMNS,
+  SUBSCRIBER_RECEIVES,
   toFilter,
-  type CreatedDelivery,
-  type NewDelivery,
+  type InsertedNotifications,
+  type NewNotification,
   type SubscriptionRow,
 } from './notification-ledger.js';
 import {
@@ -47,8 +51,8 @@ export type CheckPayload = z.infer<typeof checkPayload>;
 async function writeEventsAndDeliveries(
   tx: Tx,
   input: { cycleId: string; placeId: string; detected: DetectedEvent[]; now: Date },
-): Promise<CreatedDelivery[]> {
-  if (input.detected.length === 0) return [];
+): Promise<InsertedNotifications> {
+  if (input.detected.length === 0) return NOTHING_INSERTED();
   const inserted = await tx
     .insert(events)
     .values(
@@ -64,17 +68,16 @@ async function writeEventsAndDeliveries(
     )
     .onConflictDoNothing()
     .returning({ id: events.id, warningId: events.warningId, type: events.type });
-  if (inserted.length === 0) return [];
+  if (inserted.length === 0) return NOTHING_INSERTED();
 
   const subscriptions = await queryRows<SubscriptionRow>(
     tx,
-    sql`SELECT s.subscriber_id, s.min_level, s.types, s.events,
-          CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel
+    sql`SELECT s.subscriber_id, s.min_level, s.types, s.events, ${SUBSCRIBER_DELIVERY_COLUMNS}
         FROM subscriptions s JOIN subscribers u ON u.id = s.subscriber_id
-        WHERE s.place_id = ${input.placeId} AND u.active`,
+        WHERE s.place_id = ${input.placeId} AND ${SUBSCRIBER_RECEIVES}`,
   );
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
-  const rows: Omit<NewDelivery, 'firstJobId'>[] = [];
+  const rows: NewNotification[] = [];
   for (const event of inserted) {
     const detected = byKey.get(`${event.type}\u0000${event.warningId}`);
     if (!detected) continue;
@@ -90,12 +93,16 @@ async function writeEventsAndDeliveries(
         warningId: detected.warningId,
         eventType: detected.type,
         channel: sub.channel,
-        nextAttemptAt: input.now,
+        scheduled: sub.scheduled,
+        level: notifiedLevel(detected.warning),
+        supersedes: detected.supersedes,
       });
     }
   }
-  if (rows.length === 0) return [];
-  return insertDeliveries(tx, planFirstAttempts(rows, `${input.cycleId}_${input.placeId}`));
+  return insertNotifications(tx, rows, {
+    key: `${input.cycleId}_${input.placeId}`,
+    now: input.now,
+  });
 }
 
 /**
@@ -192,7 +199,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     expireAfterMisses: ctx.config.expireAfterMisses,
   };
 
-  let created: CreatedDelivery[] = [];
+  let created = NOTHING_INSERTED();
   const quiet = await applyQuietCheck(ctx, {
     cycleId,
     placeId,
@@ -226,7 +233,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
           detected: detected.events,
           now,
         });
-        result.deliveries = created.length;
+        result.deliveries = created.count;
         for (const e of detected.events) result.events[e.type] += 1;
       }
 
@@ -246,7 +253,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     }));
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-  await enqueueFirstAttempts(ctx.queues, created);
+  await enqueueFirstAttempts(ctx.queues, created.messages, now);
   if (outcome.applied) {
     // Every check of a cycle updates this one row. Inside the check's transaction its lock was
     // held across the client round trips up to COMMIT, so checks queued behind one another

@@ -23,12 +23,16 @@ import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { enqueueFirstAttempts, planFirstAttempts } from './deliver.js';
+import { enqueueFirstAttempts } from './deliver.js';
 import {
-  insertDeliveries,
+  insertNotifications,
+  NOTHING_INSERTED,
+  notifiedLevel,
+  SUBSCRIBER_DELIVERY_COLUMNS,
+  SUBSCRIBER_RECEIVES,
   toFilter,
-  type CreatedDelivery,
-  type NewDelivery,
+  type InsertedNotifications,
+  type NewNotification,
 } from './notification-ledger.js';
 import { markSeen, readTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
@@ -67,6 +71,7 @@ interface PointSubscriptionRow {
   subscriber_id: string;
   place_id: string;
   channel: 'email' | 'webhook';
+  scheduled: boolean;
   min_level: string | null;
   types: string[] | null;
   events: EventType[] | null;
@@ -90,12 +95,11 @@ async function subscriptionsAt(tx: Tx, point: Point): Promise<PointSubscriptionR
   const rows = await queryRows<PointSubscriptionRow>(
     tx,
     sql`SELECT s.subscriber_id, s.place_id, s.min_level, s.types, s.events, s.points,
-          p.lat, p.lon,
-          CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel
+          p.lat, p.lon, ${SUBSCRIBER_DELIVERY_COLUMNS}
         FROM subscriptions s
         JOIN subscribers u ON u.id = s.subscriber_id
         LEFT JOIN places p ON p.id = s.place_id
-        WHERE u.active AND (
+        WHERE ${SUBSCRIBER_RECEIVES} AND (
           s.points @> ARRAY[${point.key}]::text[]
           OR (s.points IS NULL
               AND p.lat BETWEEN ${point.lat - 0.01} AND ${point.lat + 0.01}
@@ -168,9 +172,9 @@ async function writePointEvents(
     attributions: string[];
     now: Date;
   },
-): Promise<{ created: CreatedDelivery[]; counted: Record<EventType, number> }> {
+): Promise<{ created: InsertedNotifications; counted: Record<EventType, number> }> {
   const counted = NO_EVENTS();
-  if (input.detected.length === 0) return { created: [], counted };
+  if (input.detected.length === 0) return { created: NOTHING_INSERTED(), counted };
   const inserted = await tx
     .insert(events)
     .values(
@@ -187,7 +191,7 @@ async function writePointEvents(
     )
     .onConflictDoNothing()
     .returning({ id: events.id, warningId: events.warningId, type: events.type });
-  if (inserted.length === 0) return { created: [], counted };
+  if (inserted.length === 0) return { created: NOTHING_INSERTED(), counted };
 
   const reportedElsewhere = await queryRows<{ warning_id: string; type: EventType }>(
     tx,
@@ -199,7 +203,7 @@ async function writePointEvents(
 
   const subscriptions = await subscriptionsAt(tx, input.point);
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
-  const rows: Omit<NewDelivery, 'firstJobId'>[] = [];
+  const rows: NewNotification[] = [];
   for (const event of inserted) {
     const key = `${event.type}\u0000${event.warningId}`;
     const detected = byKey.get(key);
@@ -232,12 +236,17 @@ async function writePointEvents(
         warningId: detected.warningId,
         eventType: detected.type,
         channel: sub.channel,
-        nextAttemptAt: input.now,
+        scheduled: sub.scheduled,
+        level: notifiedLevel(detected.warning),
+        supersedes: detected.supersedes,
       });
     }
   }
-  const planned = planFirstAttempts(rows, `${input.cycleId}_${input.point.key}`);
-  return { created: await insertDeliveries(tx, planned), counted };
+  const created = await insertNotifications(tx, rows, {
+    key: `${input.cycleId}_${input.point.key}`,
+    now: input.now,
+  });
+  return { created, counted };
 }
 
 export class InvalidPointError extends Error {
@@ -284,7 +293,7 @@ export async function runCheckPoint(
   const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
 
   let unchangedTag = false;
-  let created: CreatedDelivery[] = [];
+  let created = NOTHING_INSERTED();
   const outcome = await ctx.db.transaction(async (tx) => {
     // The poll creates the row; a check enqueued by an older cycle may find none yet.
     await tx.execute(sql`
@@ -333,7 +342,7 @@ export async function runCheckPoint(
           now,
         });
         created = written.created;
-        result.deliveries = created.length;
+        result.deliveries = created.count;
         result.events = written.counted;
       }
     }
@@ -366,7 +375,7 @@ export async function runCheckPoint(
   }
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-  await enqueueFirstAttempts(ctx.queues, created);
+  await enqueueFirstAttempts(ctx.queues, created.messages, now);
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || outcome.deliveries > 0 || !outcome.applied) {
     log.info(

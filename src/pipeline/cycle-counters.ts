@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { NO_EVENTS, type EventType } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
+import { releaseCycleMessages } from './cycle-release.js';
 import { GroupCommit } from './group-commit.js';
 
 type Executor = Pick<Db, 'execute'>;
@@ -31,8 +32,8 @@ export interface CheckCount {
  * commits, and does not wait for its WAL flush (set_config(…, true) applies to the statement's
  * own transaction): the row's lock is held only while the server runs it.
  */
-async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promise<void> {
-  await db.execute(sql`UPDATE poll_cycles SET
+async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promise<boolean> {
+  const result = await db.execute(sql`UPDATE poll_cycles SET
       checked = checked + ${t.checks},
       upstream_calls = upstream_calls + ${t.checks},
       upstream_errors = upstream_errors + ${t.upstreamErrors},
@@ -46,8 +47,13 @@ async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promis
       finished_at = CASE WHEN checked + ${t.checks} >= planned AND finished_at IS NULL
                          THEN ${t.now} ELSE finished_at END
     WHERE id = ${cycleId}
-      AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))`);
+      AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
+    RETURNING status`);
+  return isDone(result);
 }
+
+const isDone = (result: unknown): boolean =>
+  (result as { rows: { status: string }[] }).rows[0]?.status === 'done';
 
 /** The checks of a batch summed per cycle. */
 function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
@@ -84,10 +90,11 @@ function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
 export class CycleCounter {
   readonly #counts: GroupCommit<CheckCount>;
 
-  constructor(db: Executor) {
+  /** `onDone` runs when a count finds its cycle done (again, if later checks are counted). */
+  constructor(db: Executor, onDone: (cycleId: string) => Promise<unknown> = async () => {}) {
     this.#counts = new GroupCommit(async (checks) => {
       for (const [cycleId, tally] of tallies(checks)) {
-        await countChecks(db, cycleId, tally);
+        if (await countChecks(db, cycleId, tally)) await onDone(cycleId);
       }
     });
   }
@@ -104,7 +111,7 @@ const cycleCounters = new WeakMap<PipelineContext, CycleCounter>();
 export function cycleCounterFor(ctx: PipelineContext): CycleCounter {
   let counter = cycleCounters.get(ctx);
   if (!counter) {
-    counter = new CycleCounter(ctx.db);
+    counter = new CycleCounter(ctx.db, (cycleId) => releaseCycleMessages(ctx, cycleId));
     cycleCounters.set(ctx, counter);
   }
   return counter;
@@ -115,18 +122,20 @@ export function cycleCounterFor(ctx: PipelineContext): CycleCounter {
  * cycle ends and `poll --once` does not wait for it forever.
  */
 export async function countFailedCheck(
-  db: Executor,
+  ctx: PipelineContext,
   cycleId: string,
   what: string,
   error: unknown,
 ): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
-  await db.execute(sql`
+  const result = await ctx.db.execute(sql`
     UPDATE poll_cycles SET
       checked = checked + 1,
       error = coalesce(error, ${`check of ${what} failed: ${message.slice(0, 500)}`}),
       status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
       finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
                          ELSE finished_at END
-    WHERE id = ${cycleId}`);
+    WHERE id = ${cycleId}
+    RETURNING status`);
+  if (isDone(result)) await releaseCycleMessages(ctx, cycleId);
 }

@@ -5,22 +5,25 @@ import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
 import { WebhookError } from '../channels/webhook.js';
 import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
+import type { MessageContent } from '../domain/message-render.js';
 import type { Notification } from '../domain/render.js';
+import type { Hold } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
 import { scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
+import type { CreatedMessage } from './notification-ledger.js';
 import { deliverJobId, type Queues } from './queues.js';
 import { Semaphore } from './semaphore.js';
 import { SentRecorder } from './sent-recorder.js';
 
 export const DELIVER_JOB = 'deliver';
 
-/** Most rows one deliver job may carry (a check's batches are smaller, see FIRST_ATTEMPT_BATCH). */
+/** Most messages one deliver job may carry (a check's batches are smaller, see FIRST_ATTEMPT_BATCH). */
 export const MAX_DELIVER_BATCH = 200;
 
 export const deliverPayload = z.object({
-  deliveryIds: z.array(z.string().uuid()).min(1).max(MAX_DELIVER_BATCH),
+  messageIds: z.array(z.string().uuid()).min(1).max(MAX_DELIVER_BATCH),
 });
 export type DeliverPayload = z.infer<typeof deliverPayload>;
 
@@ -28,16 +31,17 @@ export type Channel = 'email' | 'webhook';
 export const CHANNELS: readonly Channel[] = ['webhook', 'email'];
 
 /**
- * Rows per first-attempt job, by channel. One job per row cost about 40 Redis commands and two
- * Postgres transactions per notification (BENCHMARKS.md); a batch shares them. Emails go in
- * smaller batches: a mail pool sends far fewer per second than a webhook client, and a claimed
- * row should not wait long for its turn.
+ * Messages per first-attempt job, by channel. One job per message cost about 40 Redis commands
+ * and two Postgres transactions per notification (BENCHMARKS.md); a batch shares them. Emails go
+ * in smaller batches: a mail pool sends far fewer per second than a webhook client, and a
+ * claimed message should not wait long for its turn.
  */
 export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, email: 10 };
 
 /**
- * Rows whose attempt is still owed or under way: pending and never tried, or claimed right now.
- * A pending row whose claim ran out (a crashed sender) belongs to the sweeper, not to a wait.
+ * Messages whose attempt is still owed or under way: pending and never tried, or claimed right
+ * now. A pending message whose claim ran out (a crashed sender) belongs to the sweeper, not to
+ * a wait; an open one is still collecting.
  */
 export const ATTEMPT_UNDER_WAY = sql`status = 'pending' AND (attempts = 0 OR claimed_until > now())`;
 
@@ -68,20 +72,30 @@ export interface DeliverResult {
   skipped: number;
 }
 
-interface ClaimedRow {
+/** A claimed message, with its subscriber. */
+interface ClaimedMessage {
   id: string;
   attempts: number;
   channel: Channel;
-  event_type: EventType;
-  warning_id: string;
-  place_id: string;
+  hold: Hold | null;
   subscriber_id: string;
   email: string | null;
   webhook_url: string | null;
   webhook_secret: string | null;
   lang: 'zh' | 'en';
   active: boolean;
+  unsubscribed: boolean;
   disabled_reason: string | null;
+}
+
+/** A notification of a claimed message, as its rendering needs it. */
+interface CarriedNotification {
+  id: string;
+  message_id: string;
+  event_type: EventType;
+  warning_id: string;
+  place_id: string;
+  event_id: string;
   record: Omit<Warning, 'raw'>;
   supersedes: string[];
   /** v1: `metadata.attributions` of the answer the event came from; null for v7. */
@@ -89,6 +103,11 @@ interface ClaimedRow {
   detected_at: Date;
   place_name: string | null;
   place_tz: string | null;
+}
+
+/** A message ready to send: what it carries, rendered by the channel. */
+interface Outgoing extends ClaimedMessage {
+  notifications: CarriedNotification[];
 }
 
 const ATTRIBUTION = {
@@ -110,19 +129,20 @@ export function deliverQueue(queues: DeliverQueues, channel: Channel): Queue {
 }
 
 /**
- * Adds the deliver job for a row's next attempt, `deliverJobId(id, attempts)`. A finished or
- * delayed job can already hold that id when the row was redelivered (its attempts start again
- * from 0); BullMQ would silently drop the new job, so the old one is removed first. A live job
- * with the id is left alone: it runs the attempt. Returns whether a job was added.
+ * Adds the deliver job for a message's next attempt, `deliverJobId(id, attempts)`. A finished
+ * or delayed job can already hold that id (the message was redelivered, its attempts starting
+ * again from 0, or released early from a delay); BullMQ would silently drop the new job, so the
+ * old one is removed first. A live job with the id is left alone: it runs the attempt. Returns
+ * whether a job was added.
  */
-export async function enqueueDelivery(
+export async function enqueueMessage(
   queues: DeliverQueues,
-  row: { id: string; channel: Channel },
+  message: { id: string; channel: Channel },
   attempts: number,
   delayMs = 0,
 ): Promise<boolean> {
-  const queue = deliverQueue(queues, row.channel);
-  const jobId = deliverJobId(row.id, attempts);
+  const queue = deliverQueue(queues, message.channel);
+  const jobId = deliverJobId(message.id, attempts);
   const existing = await queue.getJob(jobId);
   if (existing) {
     if (LIVE_STATES.has(await existing.getState())) return false;
@@ -133,7 +153,7 @@ export async function enqueueDelivery(
       return false;
     }
   }
-  await queue.add(DELIVER_JOB, { deliveryIds: [row.id] } satisfies DeliverPayload, {
+  await queue.add(DELIVER_JOB, { messageIds: [message.id] } satisfies DeliverPayload, {
     jobId,
     ...(delayMs > 0 ? { delay: delayMs } : {}),
   });
@@ -141,43 +161,35 @@ export async function enqueueDelivery(
 }
 
 /**
- * Gives each new row of a check the id of the job that will carry its first attempt: rows of
- * one channel go together, `FIRST_ATTEMPT_BATCH` at a time. `key` names the check (its cycle
- * and place or point), which runs once per cycle, so the ids never repeat.
+ * First attempts of the messages a check just committed: those due now in one job per planned
+ * batch, in their channel's queue; those that collect, each in a job of its own delayed until it
+ * is due (the sweeper finds it if that job is lost).
  */
-export function planFirstAttempts<R extends { channel: Channel }>(
-  rows: readonly R[],
-  key: string,
-): (R & { firstJobId: string })[] {
-  const seen: Record<Channel, number> = { email: 0, webhook: 0 };
-  return rows.map((row) => {
-    const n = seen[row.channel]++;
-    const batch = Math.floor(n / FIRST_ATTEMPT_BATCH[row.channel]);
-    return { ...row, firstJobId: `${key}_${row.channel}${batch}` };
-  });
-}
-
-/** First attempts of rows a check just committed: one job per planned batch, in its channel's queue. */
 export async function enqueueFirstAttempts(
   queues: DeliverQueues,
-  created: readonly { id: string; channel: Channel; firstJobId: string | null }[],
+  created: readonly CreatedMessage[],
+  now: Date,
 ): Promise<void> {
   const batches: Record<Channel, Map<string, string[]>> = { email: new Map(), webhook: new Map() };
-  for (const row of created) {
-    const jobId = row.firstJobId ?? deliverJobId(row.id, 0);
-    const ids = batches[row.channel].get(jobId);
-    if (ids) ids.push(row.id);
-    else batches[row.channel].set(jobId, [row.id]);
+  for (const message of created) {
+    if (message.firstJobId === null) continue;
+    const ids = batches[message.channel].get(message.firstJobId);
+    if (ids) ids.push(message.id);
+    else batches[message.channel].set(message.firstJobId, [message.id]);
   }
   for (const channel of CHANNELS) {
     if (batches[channel].size === 0) continue;
     await deliverQueue(queues, channel).addBulk(
-      [...batches[channel]].map(([jobId, deliveryIds]) => ({
+      [...batches[channel]].map(([jobId, messageIds]) => ({
         name: DELIVER_JOB,
-        data: { deliveryIds } satisfies DeliverPayload,
+        data: { messageIds } satisfies DeliverPayload,
         opts: { jobId },
       })),
     );
+  }
+  for (const message of created) {
+    if (message.firstJobId !== null) continue;
+    await enqueueMessage(queues, message, 0, Math.max(0, message.dueAt.getTime() - now.getTime()));
   }
 }
 
@@ -191,50 +203,65 @@ export async function isJobLive(
   return job !== undefined && LIVE_STATES.has(await job.getState());
 }
 
-/** A claimed row as the claim returns it: the event's columns only on its first row. */
-type ClaimedRowOnce = Omit<ClaimedRow, 'record' | 'supersedes' | 'attributions'> & {
-  event_id: string;
-  record: ClaimedRow['record'] | null;
+/** A carried notification as the read returns it: the event's columns only on its first row. */
+type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attributions'> & {
+  record: CarriedNotification['record'] | null;
   supersedes: string[] | null;
   attributions: string[] | null;
 };
 
 /**
- * Claims the due rows among `ids` for this attempt; rows sent, dead, not due or held elsewhere
- * are left out. A job's rows mostly share one event: its record (a kilobyte or two of JSON) is
- * sent and parsed once, on the first of them, and given to the others here.
+ * Claims the due messages among `ids` for this attempt; messages sent, dead, not due or held
+ * elsewhere are left out. An open message that is due stops collecting here (it becomes
+ * pending). Its notifications are read by a second statement: a check that was adding one to
+ * it holds the message's row lock, which this claim waits for, and only a statement begun after
+ * that wait sees what the check wrote.
  */
-async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<ClaimedRow[]> {
-  const rows = await queryPrepared<ClaimedRowOnce>(
+async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Outgoing[]> {
+  const claimed = await queryPrepared<ClaimedMessage>(
     ctx.db,
     sql`WITH claimed AS (
-          UPDATE deliveries SET
+          UPDATE messages SET
+            status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
             attempts = attempts + 1,
             claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
             updated_at = now()
           WHERE id = ANY(${sql.param(ids)}::uuid[])
-            -- Not "status IN ('pending', 'retrying')": that is the due index's predicate, and
-            -- with it the planner may walk every due row to find these few (each claim of a
-            -- storm's backlog read the whole backlog). The CHECK constraint makes them equal.
+            -- Not "status IN ('open', 'pending', 'retrying')": that is the due index's
+            -- predicate, and with it the planner may walk every due row to find these few.
+            -- The CHECK constraint makes them equal.
             AND status <> 'sent' AND status <> 'dead'
             AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
             AND (claimed_until IS NULL OR claimed_until < now())
-          RETURNING *),
-        numbered AS (
-          SELECT c.*, row_number() OVER (PARTITION BY c.event_id) AS nth FROM claimed c)
-        SELECT c.id, c.attempts, c.channel, c.event_type, c.warning_id, c.place_id, c.subscriber_id,
+          RETURNING id, attempts, channel, hold, subscriber_id)
+        SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id,
                s.email, s.webhook_url, s.webhook_secret, s.lang, s.active, s.disabled_reason,
+               s.unsubscribed_at IS NOT NULL AS unsubscribed
+        FROM claimed c JOIN subscribers s ON s.id = c.subscriber_id`,
+  );
+  if (claimed.length === 0) return [];
+  // A job's messages mostly carry notifications of one event: its record (a kilobyte or two of
+  // JSON) is sent and parsed once, on the first of them, and given to the others here.
+  const rows = await queryPrepared<CarriedOnce>(
+    ctx.db,
+    sql`WITH carried AS (
+          SELECT d.*, row_number() OVER (PARTITION BY d.event_id) AS nth
+          FROM deliveries d WHERE d.message_id = ANY(${sql.param(claimed.map((m) => m.id))}::uuid[]))
+        SELECT c.id, c.message_id, c.event_type, c.warning_id, c.place_id,
                c.event_id::text AS event_id,
                CASE WHEN c.nth = 1 THEN e.record END AS record,
                CASE WHEN c.nth = 1 THEN e.supersedes END AS supersedes,
                CASE WHEN c.nth = 1 THEN e.attributions END AS attributions,
                e.detected_at, p.name AS place_name, p.tz AS place_tz
-        FROM numbered c
-        JOIN subscribers s ON s.id = c.subscriber_id
+        FROM carried c
         JOIN events e ON e.id = c.event_id
-        LEFT JOIN places p ON p.id = c.place_id`,
+        LEFT JOIN places p ON p.id = c.place_id
+        ORDER BY c.message_id, e.detected_at, c.id`,
   );
-  const events = new Map<string, Pick<ClaimedRow, 'record' | 'supersedes' | 'attributions'>>();
+  const events = new Map<
+    string,
+    Pick<CarriedNotification, 'record' | 'supersedes' | 'attributions'>
+  >();
   for (const row of rows) {
     if (row.record !== null) {
       events.set(row.event_id, {
@@ -244,15 +271,19 @@ async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Clai
       });
     }
   }
-  return rows.map((row) => {
+  const byMessage = new Map<string, CarriedNotification[]>();
+  for (const row of rows) {
     const event = events.get(row.event_id);
     // Every event has a first row; without one the statement above is wrong, not the data.
     if (!event) throw new Error(`claim: no record returned for event ${row.event_id}`);
-    return { ...row, ...event };
-  });
+    const list = byMessage.get(row.message_id) ?? [];
+    list.push({ ...row, ...event });
+    byMessage.set(row.message_id, list);
+  }
+  return claimed.map((m) => ({ ...m, notifications: byMessage.get(m.id) ?? [] }));
 }
 
-export function notificationFor(row: ClaimedRow): Notification {
+export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): Notification {
   return {
     deliveryId: row.id,
     eventType: row.event_type,
@@ -264,9 +295,18 @@ export function notificationFor(row: ClaimedRow): Notification {
     },
     warning: { ...row.record, raw: null },
     supersedes: row.supersedes,
-    attribution: ATTRIBUTION[row.lang],
+    attribution: ATTRIBUTION[lang],
     ...(row.attributions ? { attributions: row.attributions } : {}),
-    lang: row.lang,
+    lang,
+  };
+}
+
+/** What the channels send: the message id and its notifications, rendered by the channel. */
+export function contentOf(message: Outgoing): MessageContent {
+  return {
+    id: message.id,
+    hold: message.hold,
+    notifications: message.notifications.map((n) => notificationFor(n, message.lang)),
   };
 }
 
@@ -347,78 +387,90 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
 const byChannel = (): Record<Channel, number> => ({ email: 0, webhook: 0 });
 
 /**
- * The deliver job: one attempt at each of its rows, then each row's next state. The rows are
- * claimed in one statement and sent concurrently, within the process's send slots (email within
- * its share); successes are recorded together (`SentRecorder`), failures one by one.
+ * The deliver job: one attempt at each of its messages, then each message's next state. The
+ * messages are claimed in one statement and sent concurrently, within the process's send slots
+ * (email within its share); successes are recorded together (`SentRecorder`), failures one by
+ * one.
  */
 export async function runDeliver(
   ctx: PipelineContext,
   payload: DeliverPayload,
 ): Promise<DeliverResult> {
   const log = ctx.logger.child({ job: DELIVER_JOB });
-  const rows = await claim(ctx, payload.deliveryIds);
+  const messages = await claim(ctx, payload.messageIds);
   const claimedAt = ctx.now().getTime();
   const result: DeliverResult = {
     sent: byChannel(),
     retrying: byChannel(),
     dead: byChannel(),
     released: 0,
-    skipped: payload.deliveryIds.length - rows.length,
+    skipped: payload.messageIds.length - messages.length,
   };
   if (result.skipped > 0)
-    log.debug({ skipped: result.skipped }, 'deliveries not due or already handled');
+    log.debug({ skipped: result.skipped }, 'messages not due or already handled');
 
   const s = sharedFor(ctx);
-  const released: ClaimedRow[] = [];
+  const released: Outgoing[] = [];
   const settled = await Promise.allSettled(
-    rows.map(async (row) => {
-      const outcome = await attempt(ctx, log, s, row, claimedAt);
-      if (outcome === 'released') released.push(row);
-      else if (outcome !== 'skipped') result[outcome][row.channel] += 1;
+    messages.map(async (message) => {
+      const outcome = await attempt(ctx, log, s, message, claimedAt);
+      if (outcome === 'released') released.push(message);
+      else if (outcome !== 'skipped') result[outcome][message.channel] += 1;
     }),
   );
   if (released.length > 0) {
     await release(ctx, released);
     result.released = released.length;
-    log.warn({ released: released.length }, 'deliveries handed back: no send slot in time');
+    log.warn({ released: released.length }, 'messages handed back: no send slot in time');
   }
-  // A failed ledger write fails the job; its rows' claims run out and the sweeper retries them.
+  // A failed ledger write fails the job; its messages' claims run out and the sweeper retries.
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
   return result;
 }
 
-/** Why nothing goes to an inactive subscriber: disabled (410 Gone, …) or paused by an admin. */
-export function inactiveReason(disabledReason: string | null): string {
-  return disabledReason
-    ? `subscriber is disabled: ${disabledReason}`
+/** Why nothing goes to a subscriber: unsubscribed, disabled (410 Gone, …) or paused by an admin. */
+export function inactiveReason(subscriber: {
+  unsubscribed: boolean;
+  disabled_reason: string | null;
+}): string {
+  if (subscriber.unsubscribed) return 'subscriber unsubscribed';
+  return subscriber.disabled_reason
+    ? `subscriber is disabled: ${subscriber.disabled_reason}`
     : 'subscriber is paused (active = false)';
 }
 
-/** One row: send within the process's slots, then record the outcome. */
+/** One message: send within the process's slots, then record the outcome. */
 async function attempt(
   ctx: PipelineContext,
   log: Logger,
   s: DeliverShared,
-  row: ClaimedRow,
+  message: Outgoing,
   claimedAt: number,
 ): Promise<DeliverOutcome> {
-  if (!row.active) {
-    return recordFailure(ctx, log, row, {
+  if (!message.active || message.unsubscribed) {
+    return recordFailure(ctx, log, message, {
       retryable: false,
-      message: inactiveReason(row.disabled_reason),
+      message: inactiveReason(message),
+    });
+  }
+  if (message.notifications.length === 0) {
+    // Its notifications were deleted with their subscriber or event: nothing is left to say.
+    return recordFailure(ctx, log, message, {
+      retryable: false,
+      message: 'the message carries no notification any more',
     });
   }
   const send = async (): Promise<Failure | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
-    const notification = notificationFor(row);
+    const content = contentOf(message);
     try {
-      if (row.channel === 'email') {
-        await ctx.mailer.send(row.email!, notification);
+      if (message.channel === 'email') {
+        await ctx.mailer.send(message.email!, content);
       } else {
         await ctx.webhooks.send(
-          { url: row.webhook_url!, secret: row.webhook_secret! },
-          notification,
+          { url: message.webhook_url!, secret: message.webhook_secret! },
+          content,
         );
       }
       return 'sent';
@@ -427,69 +479,75 @@ async function attempt(
     }
   };
   const sent =
-    row.channel === 'email'
+    message.channel === 'email'
       ? await s.emailShare.run(() => s.sends.run(send, { ahead: true }))
       : await s.sends.run(send);
   if (sent === 'late') return 'released';
-  if (sent !== 'sent') return recordFailure(ctx, log, row, sent);
-  await s.sent.markSent(row.id, new Date());
+  if (sent !== 'sent') return recordFailure(ctx, log, message, sent);
+  await s.sent.markSent(message.id, new Date());
   log.info(
-    { deliveryId: row.id, channel: row.channel, attempt: row.attempts },
-    'notification delivered',
+    {
+      messageId: message.id,
+      channel: message.channel,
+      attempt: message.attempts,
+      notifications: message.notifications.length,
+    },
+    'message delivered',
   );
   return 'sent';
 }
 
-/** Rows claimed but not sent: the attempt is given back and each row gets a job of its own. */
-async function release(ctx: PipelineContext, rows: readonly ClaimedRow[]): Promise<void> {
+/** Messages claimed but not sent: the attempt is given back and each gets a job of its own. */
+async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Promise<void> {
   await ctx.db.execute(sql`
-    UPDATE deliveries SET attempts = attempts - 1, claimed_until = NULL, updated_at = now()
-    WHERE id = ANY(${sql.param(rows.map((r) => r.id))}::uuid[]) AND status IN ('pending', 'retrying')`);
-  for (const row of rows) await enqueueDelivery(ctx.queues, row, row.attempts - 1);
+    UPDATE messages SET attempts = attempts - 1, claimed_until = NULL, updated_at = now()
+    WHERE id = ANY(${sql.param(messages.map((m) => m.id))}::uuid[])
+      AND status IN ('pending', 'retrying')`);
+  for (const m of messages) await enqueueMessage(ctx.queues, m, m.attempts - 1);
 }
 
 async function recordFailure(
   ctx: PipelineContext,
   jobLog: Logger,
-  row: ClaimedRow,
+  message: Outgoing,
   failure: Failure,
 ): Promise<DeliverOutcome> {
-  const log = jobLog.child({ deliveryId: row.id });
+  const log = jobLog.child({ messageId: message.id });
   if (failure.gone) {
-    const reason = `webhook answered 410 Gone at ${ctx.now().toISOString()} (delivery ${row.id})`;
+    const reason = `webhook answered 410 Gone at ${ctx.now().toISOString()} (message ${message.id})`;
     await ctx.db.execute(sql`
       UPDATE subscribers SET active = false, updated_at = now(), disabled_reason = ${reason}
-      WHERE id = ${row.subscriber_id}`);
-    log.warn({ subscriberId: row.subscriber_id }, 'webhook gone, subscriber disabled');
+      WHERE id = ${message.subscriber_id}`);
+    log.warn({ subscriberId: message.subscriber_id }, 'webhook gone, subscriber disabled');
   }
 
-  if (!failure.retryable || row.attempts >= MAX_DELIVERY_ATTEMPTS) {
+  if (!failure.retryable || message.attempts >= MAX_DELIVERY_ATTEMPTS) {
     const lastError = failure.retryable
-      ? `gave up after ${row.attempts} attempts: ${failure.message}`.slice(0, MAX_ERROR_LENGTH)
+      ? `gave up after ${message.attempts} attempts: ${failure.message}`.slice(0, MAX_ERROR_LENGTH)
       : failure.message;
     await ctx.db.execute(sql`
-      UPDATE deliveries SET status = 'dead', claimed_until = NULL, last_error = ${lastError},
+      UPDATE messages SET status = 'dead', claimed_until = NULL, last_error = ${lastError},
         updated_at = now()
-      WHERE id = ${row.id}`);
+      WHERE id = ${message.id}`);
     log.warn(
-      { channel: row.channel, attempt: row.attempts, error: failure.message },
-      'delivery dead',
+      { channel: message.channel, attempt: message.attempts, error: failure.message },
+      'message dead',
     );
     return 'dead';
   }
 
-  const delayMs = retryDelayMs(row.attempts, ctx.random, failure.retryAfterMs);
+  const delayMs = retryDelayMs(message.attempts, ctx.random, failure.retryAfterMs);
   await ctx.db.execute(sql`
-    UPDATE deliveries SET status = 'retrying', claimed_until = NULL,
+    UPDATE messages SET status = 'retrying', claimed_until = NULL,
       last_error = ${failure.message},
       next_attempt_at = now() + make_interval(secs => ${delayMs / 1000}),
       updated_at = now()
-    WHERE id = ${row.id}`);
-  // Should this enqueue be lost (Redis down), the sweeper finds the due row without a job.
-  await enqueueDelivery(ctx.queues, row, row.attempts, delayMs);
+    WHERE id = ${message.id}`);
+  // Should this enqueue be lost (Redis down), the sweeper finds the due message without a job.
+  await enqueueMessage(ctx.queues, message, message.attempts, delayMs);
   log.info(
-    { channel: row.channel, attempt: row.attempts, delayMs, error: failure.message },
-    'delivery will be retried',
+    { channel: message.channel, attempt: message.attempts, delayMs, error: failure.message },
+    'message will be retried',
   );
   return 'retrying';
 }

@@ -1,26 +1,55 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
-import { parseLevel } from '../domain/warning.js';
-import type { Channel } from './deliver.js';
+import {
+  defaultGroup,
+  isUrgent,
+  placeNotification,
+  type DeliveryPrefs,
+  type GroupMode,
+  type Hold,
+  type OpenMessage,
+} from '../domain/schedule.js';
+import { parseLevel, type Level, type Warning } from '../domain/warning.js';
+import { FIRST_ATTEMPT_BATCH, type Channel } from './deliver.js';
 import type { Tx } from './warning-store.js';
 
 /**
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
- * id, event type) that a subscriber's filters let through (DESIGN invariant 2).
+ * id, event type) that a subscriber's filters let through (DESIGN invariant 2), each carried by
+ * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
+ * an hourly limit gets a message per notification under the notification's own id, written in
+ * the same statement; the others go through the scheduler (src/domain/schedule.ts).
  */
 
-/** A delivery row just created, and the job that will carry its first attempt. */
-export interface CreatedDelivery {
+/** A message a check just created, and the job that will carry its first attempt. */
+export interface CreatedMessage {
   id: string;
   channel: Channel;
+  /** The batch job of its first attempt; null for a message that collects until `dueAt`. */
   firstJobId: string | null;
+  dueAt: Date;
 }
+
+/**
+ * What the subscription queries of both checks select of the subscriber: its channel and
+ * whether its notifications need the scheduler.
+ */
+export const SUBSCRIBER_DELIVERY_COLUMNS = sql.raw(`
+  CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel,
+  (coalesce(u.group_mode, CASE WHEN u.email IS NOT NULL THEN 'cycle' ELSE 'none' END) <> 'none'
+   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL) AS scheduled`);
+
+/** Who may be told anything: active, and not unsubscribed (DESIGN invariant 11). */
+export const SUBSCRIBER_RECEIVES = sql.raw(`u.active AND u.unsubscribed_at IS NULL`);
 
 export interface SubscriptionRow {
   subscriber_id: string;
-  channel: 'email' | 'webhook';
+  channel: Channel;
+  /** Groups, has quiet hours or an hourly limit: see `SUBSCRIBER_DELIVERY_COLUMNS`. */
+  scheduled: boolean;
   min_level: string | null;
   types: string[] | null;
   events: EventType[] | null;
@@ -34,8 +63,8 @@ export function toFilter(row: SubscriptionRow): SubscriptionFilter {
   };
 }
 
-/** A delivery row a check owes, before it is inserted. */
-export interface NewDelivery {
+/** A notification a check owes, before it is inserted. */
+export interface NewNotification {
   subscriberId: string;
   eventId: number;
   cycleId: string;
@@ -43,42 +72,332 @@ export interface NewDelivery {
   warningId: string;
   eventType: EventType;
   channel: Channel;
-  nextAttemptAt: Date;
-  firstJobId: string;
+  scheduled: boolean;
+  level: Level;
+  /** Earlier warning ids of the chain (the event's `supersedes`). */
+  supersedes: readonly string[];
+}
+
+/** The level a notification is told at: v1 alerts may carry only a colour. */
+export function notifiedLevel(warning: Warning): Level {
+  if (warning.level !== 'unknown') return warning.level;
+  return parseLevel(warning.color) ?? 'unknown';
 }
 
 /** Bounded statements: one national storm can owe thousands of rows to one place. */
-const DELIVERY_INSERT_CHUNK = 5000;
+const INSERT_CHUNK = 5000;
+
+export interface InsertedNotifications {
+  /** Notifications written (those that existed already are skipped). */
+  count: number;
+  messages: CreatedMessage[];
+}
+
+export const NOTHING_INSERTED = (): InsertedNotifications => ({ count: 0, messages: [] });
 
 /**
- * Inserts delivery rows, skipping those that exist (DESIGN invariant 2), as one column array
- * per field: a statement of nine parameters, not nine per row, which a storm's checks spent
- * most of their time building and Postgres parsing.
+ * Inserts a check's notifications and the messages that carry them, skipping notifications
+ * that exist (DESIGN invariant 2). `key` names the check (cycle and place or point), which runs
+ * once per cycle, so the first-attempt job ids it derives never repeat.
  */
-export async function insertDeliveries(
+export async function insertNotifications(
   tx: Tx,
-  rows: readonly NewDelivery[],
-): Promise<CreatedDelivery[]> {
-  const created: CreatedDelivery[] = [];
-  for (let i = 0; i < rows.length; i += DELIVERY_INSERT_CHUNK) {
-    const chunk = rows.slice(i, i + DELIVERY_INSERT_CHUNK);
-    const column = <T>(pick: (r: NewDelivery) => T) => sql.param(chunk.map(pick));
-    const inserted = await queryRows<{ id: string; channel: Channel; first_job_id: string | null }>(
-      tx,
-      sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-            event_type, channel, next_attempt_at, first_job_id)
-          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
-            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
-            ${column((r) => r.nextAttemptAt.toISOString())}::timestamptz[],
-            ${column((r) => r.firstJobId)}::text[])
+  rows: readonly NewNotification[],
+  input: { key: string; now: Date },
+): Promise<InsertedNotifications> {
+  const result: InsertedNotifications = { count: 0, messages: [] };
+  const direct = rows.filter((r) => !r.scheduled);
+  for (let i = 0; i < direct.length; i += INSERT_CHUNK) {
+    const part = await insertDirect(tx, direct.slice(i, i + INSERT_CHUNK), input, i);
+    result.count += part.count;
+    result.messages.push(...part.messages);
+  }
+  const scheduled = rows.filter((r) => r.scheduled);
+  if (scheduled.length > 0) {
+    const part = await insertScheduled(tx, scheduled, input);
+    result.count += part.count;
+    result.messages.push(...part.messages);
+  }
+  return result;
+}
+
+/**
+ * A message per notification, under the notification's id, both rows in one statement, as one
+ * column array per field: a statement of eight parameters, not eight per row, which a storm's
+ * checks spent most of their time building and Postgres parsing. Rows of one channel share a
+ * first-attempt job, `FIRST_ATTEMPT_BATCH` at a time.
+ */
+async function insertDirect(
+  tx: Tx,
+  chunk: readonly NewNotification[],
+  input: { key: string; now: Date },
+  offset: number,
+): Promise<InsertedNotifications> {
+  const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
+  const created = await queryRows<{ id: string; channel: Channel; first_job_id: string }>(
+    tx,
+    sql`WITH n AS (
+          INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
+            warning_id, event_type, channel)
+          SELECT v.id, v.id, v.subscriber_id, v.event_id, v.cycle_id, v.place_id, v.warning_id,
+            v.event_type, v.channel
+          FROM (SELECT gen_random_uuid() AS id, x.*
+                FROM unnest(${column((r) => r.subscriberId)}::uuid[],
+                  ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
+                  ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
+                  ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[])
+                  AS x(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
+                       channel)) v
           ON CONFLICT DO NOTHING
-          RETURNING id, channel, first_job_id`,
+          RETURNING id, subscriber_id, channel),
+        batched AS (
+          SELECT n.*, ${`${input.key}_${offset}`}::text || '_' || n.channel ||
+            ((row_number() OVER (PARTITION BY n.channel ORDER BY n.id) - 1) /
+              CASE WHEN n.channel = 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
+                   ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text AS first_job_id
+          FROM n)
+        INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at, first_job_id,
+          created_at, updated_at)
+        SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
+          ${input.now}::timestamptz, ${input.now}::timestamptz
+        FROM batched
+        RETURNING id, channel, first_job_id`,
+  );
+  return {
+    count: created.length,
+    messages: created.map((m) => ({
+      id: m.id,
+      channel: m.channel,
+      firstJobId: m.first_job_id,
+      dueAt: input.now,
+    })),
+  };
+}
+
+interface SubscriberPrefsRow {
+  id: string;
+  channel: Channel;
+  group_mode: 'none' | 'cycle' | 'window' | null;
+  group_window_seconds: number | null;
+  timezone: string;
+  quiet_from: string | null;
+  quiet_to: string | null;
+  quiet_bypass_level: string | null;
+  max_per_hour: number | null;
+}
+
+function prefsOf(row: SubscriberPrefsRow): DeliveryPrefs {
+  const group: GroupMode =
+    row.group_mode === 'none' || row.group_mode === 'cycle'
+      ? { kind: row.group_mode }
+      : row.group_mode === 'window'
+        ? { kind: 'window', seconds: row.group_window_seconds ?? 60 }
+        : defaultGroup(row.channel);
+  return {
+    group,
+    timezone: row.timezone,
+    quietHours:
+      row.quiet_from && row.quiet_to
+        ? {
+            from: row.quiet_from,
+            to: row.quiet_to,
+            bypassLevel: parseLevel(row.quiet_bypass_level) ?? null,
+          }
+        : null,
+    maxPerHour: row.max_per_hour,
+  };
+}
+
+/** A message the scheduler created for this check, before it is written. */
+interface PlannedMessage {
+  id: string;
+  subscriberId: string;
+  channel: Channel;
+  hold: Hold | null;
+  cycleId: string | null;
+  dueAt: Date;
+}
+
+/** Namespaced so that no other advisory lock of qwn (migrate, seed, alerts) collides with it. */
+const MESSAGE_LOCK = 'qwn-messages/';
+
+/**
+ * Notifications of subscribers who group, keep quiet hours or an hourly limit: each is placed
+ * by the scheduler into a message that still collects, or a new one. The subscribers are locked
+ * (advisory, in id order) so that two checks never both open a message for one of them, and
+ * the open messages row-locked, so a sender taking one waits for this transaction and then sees
+ * every notification that joined it.
+ */
+async function insertScheduled(
+  tx: Tx,
+  rows: readonly NewNotification[],
+  input: { key: string; now: Date },
+): Promise<InsertedNotifications> {
+  const { now } = input;
+  const subscriberIds = [...new Set(rows.map((r) => r.subscriberId))].sort();
+  const ids = sql.param(subscriberIds);
+  await tx.execute(sql`
+    SELECT pg_advisory_xact_lock(hashtextextended(${MESSAGE_LOCK} || s.id::text, 0))
+    FROM (SELECT id FROM unnest(${ids}::uuid[]) AS id ORDER BY id OFFSET 0) s`);
+  const prefsRows = await queryRows<SubscriberPrefsRow>(
+    tx,
+    sql`SELECT u.id, CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel,
+          u.group_mode, u.group_window_seconds, u.quiet_from, u.quiet_to, u.quiet_bypass_level,
+          u.max_per_hour,
+          coalesce(u.timezone,
+            (SELECT p.tz FROM subscriptions s JOIN places p ON p.id = s.place_id
+             WHERE s.subscriber_id = u.id ORDER BY s.created_at, s.place_id LIMIT 1),
+            'Asia/Shanghai') AS timezone
+        FROM subscribers u WHERE u.id = ANY(${ids}::uuid[])`,
+  );
+  const prefs = new Map(prefsRows.map((r) => [r.id, prefsOf(r)]));
+  const openRows = await queryRows<{
+    id: string;
+    subscriber_id: string;
+    hold: Hold;
+    cycle_id: string | null;
+    next_attempt_at: Date;
+    urgent: boolean;
+  }>(
+    tx,
+    sql`SELECT m.id, m.subscriber_id, m.hold, m.cycle_id, m.next_attempt_at,
+          EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.urgent) AS urgent
+        FROM messages m
+        WHERE m.subscriber_id = ANY(${ids}::uuid[]) AND m.status = 'open'
+        ORDER BY m.id
+        FOR UPDATE OF m`,
+  );
+  const open = new Map<string, OpenMessage[]>();
+  for (const r of openRows) {
+    const list = open.get(r.subscriber_id) ?? [];
+    list.push({
+      id: r.id,
+      hold: r.hold,
+      cycleId: r.cycle_id,
+      sendAt: new Date(r.next_attempt_at),
+      urgent: r.urgent,
+    });
+    open.set(r.subscriber_id, list);
+  }
+  const limited = subscriberIds.filter((id) => prefs.get(id)?.maxPerHour != null);
+  const recent = new Map<string, Date[]>();
+  if (limited.length > 0) {
+    // Messages sent within the hour, and those still to be sent (each will be, once).
+    const sends = await queryRows<{ subscriber_id: string; at: Date }>(
+      tx,
+      sql`SELECT subscriber_id, coalesce(sent_at, next_attempt_at) AS at FROM messages
+          WHERE subscriber_id = ANY(${sql.param(limited)}::uuid[])
+            AND ((status = 'sent' AND sent_at > ${now}::timestamptz - interval '1 hour')
+                 OR status IN ('open', 'pending', 'retrying'))`,
     );
-    for (const r of inserted) {
-      created.push({ id: r.id, channel: r.channel, firstJobId: r.first_job_id });
+    for (const s of sends) {
+      const list = recent.get(s.subscriber_id) ?? [];
+      list.push(new Date(s.at));
+      recent.set(s.subscriber_id, list);
     }
   }
-  return created;
+  const quiet = subscriberIds.filter((id) => prefs.get(id)?.quietHours != null);
+  const urgentChains = new Set<string>();
+  if (quiet.length > 0) {
+    const chainIds = [...new Set(rows.flatMap((r) => [r.warningId, ...r.supersedes]))];
+    const told = await queryRows<{ subscriber_id: string; warning_id: string }>(
+      tx,
+      sql`SELECT DISTINCT subscriber_id, warning_id FROM deliveries
+          WHERE subscriber_id = ANY(${sql.param(quiet)}::uuid[]) AND urgent
+            AND warning_id = ANY(${sql.param(chainIds)}::text[])`,
+    );
+    for (const t of told) urgentChains.add(`${t.subscriber_id}\u0000${t.warning_id}`);
+  }
+
+  const planned = new Map<string, PlannedMessage>();
+  const placed: { row: NewNotification; messageId: string; urgent: boolean }[] = [];
+  for (const row of rows) {
+    const p = prefs.get(row.subscriberId);
+    if (!p) continue; // deleted since the subscriptions were read: nobody to tell
+    const chain = [row.warningId, ...row.supersedes];
+    const chainUrgent = chain.some((w) => urgentChains.has(`${row.subscriberId}\u0000${w}`));
+    const urgent = isUrgent(row.level, p.quietHours, chainUrgent);
+    // Sticky within this check too: a cancel written beside its warning follows it.
+    if (urgent) for (const w of chain) urgentChains.add(`${row.subscriberId}\u0000${w}`);
+    const mine = open.get(row.subscriberId) ?? [];
+    const sends = recent.get(row.subscriberId) ?? [];
+    const placement = placeNotification({
+      now,
+      prefs: p,
+      notification: { level: row.level, urgent, cycleId: row.cycleId },
+      open: mine,
+      recentSends: sends,
+    });
+    let messageId: string;
+    if ('join' in placement) {
+      messageId = placement.join;
+    } else {
+      const { hold, sendAt, cycleId } = placement.create;
+      messageId = randomUUID();
+      planned.set(messageId, {
+        id: messageId,
+        subscriberId: row.subscriberId,
+        channel: row.channel,
+        hold,
+        cycleId,
+        dueAt: sendAt,
+      });
+      if (sendAt > now && hold !== null) {
+        mine.push({ id: messageId, hold, cycleId, sendAt, urgent });
+        open.set(row.subscriberId, mine);
+      }
+      sends.push(sendAt);
+      recent.set(row.subscriberId, sends);
+    }
+    placed.push({ row, messageId, urgent });
+  }
+  if (placed.length === 0) return { count: 0, messages: [] };
+
+  const column = <T>(pick: (p: (typeof placed)[number]) => T) => sql.param(placed.map(pick));
+  const inserted = await queryRows<{ message_id: string }>(
+    tx,
+    sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+          event_type, channel, message_id, urgent)
+        SELECT * FROM unnest(${column((p) => p.row.subscriberId)}::uuid[],
+          ${column((p) => p.row.eventId)}::bigint[], ${column((p) => p.row.cycleId)}::uuid[],
+          ${column((p) => p.row.placeId)}::text[], ${column((p) => p.row.warningId)}::text[],
+          ${column((p) => p.row.eventType)}::text[], ${column((p) => p.row.channel)}::text[],
+          ${column((p) => p.messageId)}::uuid[], ${column((p) => p.urgent)}::boolean[])
+        ON CONFLICT DO NOTHING
+        RETURNING message_id`,
+  );
+  // A planned message is written when at least one of its notifications was: every written
+  // notification has its message, and no message is left without one.
+  const carried = new Set(inserted.map((r) => r.message_id));
+  const toWrite = [...planned.values()].filter((m) => carried.has(m.id));
+  const dueNow = toWrite.filter((m) => m.dueAt <= now);
+  const firstJob = new Map<string, string>();
+  const seen: Record<Channel, number> = { email: 0, webhook: 0 };
+  for (const m of dueNow) {
+    const batch = Math.floor(seen[m.channel]++ / FIRST_ATTEMPT_BATCH[m.channel]);
+    firstJob.set(m.id, `${input.key}_s_${m.channel}${batch}`);
+  }
+  if (toWrite.length > 0) {
+    const mcol = <T>(pick: (m: PlannedMessage) => T) => sql.param(toWrite.map(pick));
+    await tx.execute(sql`
+      INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id, next_attempt_at,
+        first_job_id, created_at, updated_at)
+      SELECT v.id, v.subscriber_id, v.channel,
+        CASE WHEN v.due > ${now}::timestamptz THEN 'open' ELSE 'pending' END,
+        v.hold, v.cycle_id, v.due, v.first_job_id, ${now}::timestamptz, ${now}::timestamptz
+      FROM unnest(${mcol((m) => m.id)}::uuid[], ${mcol((m) => m.subscriberId)}::uuid[],
+        ${mcol((m) => m.channel)}::text[], ${mcol((m) => m.hold)}::text[],
+        ${mcol((m) => m.cycleId)}::uuid[], ${mcol((m) => m.dueAt.toISOString())}::timestamptz[],
+        ${mcol((m) => firstJob.get(m.id) ?? null)}::text[])
+        AS v(id, subscriber_id, channel, hold, cycle_id, due, first_job_id)`);
+  }
+  return {
+    count: inserted.length,
+    messages: toWrite.map((m) => ({
+      id: m.id,
+      channel: m.channel,
+      firstJobId: firstJob.get(m.id) ?? null,
+      dueAt: m.dueAt,
+    })),
+  };
 }

@@ -4,10 +4,17 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { ATTEMPT_UNDER_WAY } from './deliver.js';
+import { ATTEMPT_UNDER_WAY, enqueueMessage, type Channel } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
 import { startWorkers } from './workers.js';
+
+interface MessageStates {
+  sent: number;
+  failed: number;
+  pending: number;
+  held: number;
+}
 
 /** The `poll --once` summary line (INTERFACE §1). */
 export interface CycleSummary {
@@ -17,7 +24,10 @@ export interface CycleSummary {
   upstreamCalls: number;
   upstreamErrors: number;
   events: { new: number; update: number; cancel: number; expired: number };
-  deliveries: { sent: number; failed: number; pending: number };
+  /** The cycle's notifications by the state of their messages; `held` still collecting. */
+  deliveries: MessageStates;
+  /** The messages that carry them, and the held messages sent because their hold ended. */
+  messages: MessageStates & { released: number };
   ok: boolean;
   error?: string;
 }
@@ -71,6 +81,9 @@ export async function runCycleOnce(
   const timeoutMs = options.timeoutMs ?? 10 * 60_000;
   const workers = startWorkers(ctx, connection, ['check', ...DELIVER_QUEUES]);
   try {
+    // Messages whose hold ended while no worker ran (quiet hours overnight, a lost job) go now.
+    const released = await dueMessages(ctx);
+    for (const m of released) await enqueueMessage(ctx.queues, m, m.attempts);
     const outcome = await runPoll(ctx, { jobKey: `once-${randomUUID()}` });
     const cycleId = outcome.cycleId;
     if (outcome.ok) {
@@ -79,26 +92,36 @@ export async function runCycleOnce(
         timeoutMs,
         'the checks of the cycle',
       );
-      await waitFor(
-        async () => {
-          const [row] = await queryRows<{ n: number }>(
-            ctx.db,
-            sql`SELECT count(*)::int AS n FROM deliveries
-                WHERE cycle_id = ${cycleId} AND ${ATTEMPT_UNDER_WAY}`,
-          );
-          return (row?.n ?? 0) === 0;
-        },
-        timeoutMs,
-        'the first delivery attempts',
-      );
     }
+    // The cycle's messages that are due (a held one waits for its hold to end) and the released.
+    const releasedIds = sql.param(released.map((m) => m.id));
+    const carriers = sql`(SELECT d.message_id FROM deliveries d WHERE d.cycle_id = ${cycleId}
+                          UNION SELECT unnest(${releasedIds}::uuid[]))`;
+    await waitFor(
+      async () => {
+        const [row] = await queryRows<{ n: number }>(
+          ctx.db,
+          sql`SELECT count(*)::int AS n FROM messages
+              WHERE id IN ${carriers}
+                AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now()))`,
+        );
+        return (row?.n ?? 0) === 0;
+      },
+      timeoutMs,
+      'the first delivery attempts',
+    );
     const cycle = await readCycle(ctx, cycleId);
-    const counts = await queryRows<{ status: string; n: number }>(
+    const notifications = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      sql`SELECT status, count(*)::int AS n FROM deliveries WHERE cycle_id = ${cycleId}
+      sql`SELECT m.status, count(*)::int AS n
+          FROM deliveries d JOIN messages m ON m.id = d.message_id
+          WHERE d.cycle_id = ${cycleId} GROUP BY m.status`,
+    );
+    const messages = await queryRows<{ status: string; n: number }>(
+      ctx.db,
+      sql`SELECT status, count(*)::int AS n FROM messages WHERE id IN ${carriers}
           GROUP BY status`,
     );
-    const count = (status: string) => counts.find((c) => c.status === status)?.n ?? 0;
     return {
       cycle: cycleId,
       listed: cycle.listed,
@@ -111,15 +134,36 @@ export async function runCycleOnce(
         cancel: cycle.events_cancel,
         expired: cycle.events_expired,
       },
-      deliveries: {
-        sent: count('sent'),
-        failed: count('retrying') + count('dead'),
-        pending: count('pending'),
-      },
+      deliveries: states(notifications),
+      messages: { ...states(messages), released: released.length },
       ok: outcome.ok,
       ...(outcome.ok ? {} : { error: outcome.error }),
     };
   } finally {
     await workers.close();
   }
+}
+
+function states(counts: readonly { status: string; n: number }[]): MessageStates {
+  const count = (status: string) => counts.find((c) => c.status === status)?.n ?? 0;
+  return {
+    sent: count('sent'),
+    failed: count('retrying') + count('dead'),
+    pending: count('pending'),
+    held: count('open'),
+  };
+}
+
+/** Messages due and not taken: a hold that ended, or an attempt whose job was lost. */
+function dueMessages(
+  ctx: PipelineContext,
+): Promise<{ id: string; channel: Channel; attempts: number }[]> {
+  return queryRows(
+    ctx.db,
+    sql`SELECT id, channel, attempts FROM messages
+        WHERE status IN ('open', 'pending', 'retrying') AND next_attempt_at <= now()
+          AND (claimed_until IS NULL OR claimed_until < now())
+        ORDER BY next_attempt_at
+        LIMIT 10000`,
+  );
 }

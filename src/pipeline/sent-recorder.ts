@@ -19,7 +19,7 @@ const MAX_ROWS_PER_FLUSH = 1000;
 export const MARK_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2000];
 
 /**
- * Marks delivery rows sent, many per statement (a `GroupCommit`). Under load one statement
+ * Marks messages sent, many per statement (a `GroupCommit`). Under load one statement
  * records hundreds of sends; when idle, a mark is written at once. The caller waits for its own
  * row's write, so a job never finishes ahead of its ledger, and the window in which a crash
  * loses an accepted send stays one statement wide.
@@ -33,7 +33,7 @@ export class SentRecorder {
       // The ANY() beside the join lets the planner look the rows up by primary key rather than
       // join the whole table when its statistics lag behind a storm's inserts.
       const mark = sql`
-        UPDATE deliveries d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
+        UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
           last_error = NULL, updated_at = now()
         FROM unnest(${ids}::uuid[],
                     ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
-import { enqueueDelivery, isJobLive, type Channel } from './deliver.js';
+import { enqueueMessage, isJobLive, type Channel } from './deliver.js';
 
 export const SWEEP_JOB = 'sweep';
 
@@ -27,7 +27,7 @@ export interface SweepOutcome {
 }
 
 /**
- * The sweeper: Postgres is the truth, so any delivery row that is due and has no live job
+ * The sweeper: Postgres is the truth, so any message that is due and has no live job
  * (Redis flushed, a process killed between commit and enqueue) gets one again
  * (DESIGN invariant 1). It also prunes warnings nobody can see again and closes cycles whose
  * checks were lost.
@@ -37,37 +37,7 @@ export async function runSweep(
   payload: z.infer<typeof sweepPayload>,
 ): Promise<SweepOutcome> {
   const log = ctx.logger.child({ job: SWEEP_JOB });
-  const grace = payload.graceSeconds ?? DEFAULT_GRACE_SECONDS;
-  const due = await queryRows<{
-    id: string;
-    channel: Channel;
-    attempts: number;
-    first_job_id: string | null;
-  }>(
-    ctx.db,
-    sql`SELECT id, channel, attempts, first_job_id FROM deliveries
-        WHERE status IN ('pending', 'retrying')
-          AND next_attempt_at <= now() - make_interval(secs => ${grace})
-          AND (claimed_until IS NULL OR claimed_until < now())
-        ORDER BY next_attempt_at
-        LIMIT ${BATCH}`,
-  );
-  let requeued = 0;
-  // A first attempt travels in its check's batch job; a storm's backlog keeps such jobs waiting
-  // longer than the grace, and they still carry the row. One lookup per batch.
-  const batchLive = new Map<string, boolean>();
-  for (const row of due) {
-    if (row.attempts === 0 && row.first_job_id) {
-      let live = batchLive.get(row.first_job_id);
-      if (live === undefined) {
-        live = await isJobLive(ctx.queues, row.channel, row.first_job_id);
-        batchLive.set(row.first_job_id, live);
-      }
-      if (live) continue;
-    }
-    // Skips rows whose own job is still waiting or running; replaces a finished job's id.
-    if (await enqueueDelivery(ctx.queues, row, row.attempts)) requeued += 1;
-  }
+  const requeued = await requeueDueMessages(ctx, payload.graceSeconds ?? DEFAULT_GRACE_SECONDS);
 
   const pruned = await queryRows<{ n: number }>(
     ctx.db,
@@ -93,4 +63,50 @@ export async function runSweep(
   const outcome = { requeued, pruned: pruned[0]?.n ?? 0, cyclesClosed: closed[0]?.n ?? 0 };
   if (outcome.requeued || outcome.pruned || outcome.cyclesClosed) log.info(outcome, 'swept');
   return outcome;
+}
+
+/**
+ * Gives every message that has been due for `graceSeconds` and has no live job a job again
+ * (DESIGN invariant 1); returns how many. `poll --once` runs it with no grace, so a quiet
+ * window that ended while no worker ran is sent by the next run.
+ */
+export async function requeueDueMessages(
+  ctx: PipelineContext,
+  graceSeconds: number,
+): Promise<number> {
+  const grace = graceSeconds;
+  const due = await queryRows<{
+    id: string;
+    channel: Channel;
+    attempts: number;
+    first_job_id: string | null;
+  }>(
+    ctx.db,
+    sql`SELECT id, channel, attempts, first_job_id FROM messages
+        WHERE status IN ('open', 'pending', 'retrying')
+          AND next_attempt_at <= now() - make_interval(secs => ${grace})
+          AND (claimed_until IS NULL OR claimed_until < now())
+        ORDER BY next_attempt_at
+        LIMIT ${BATCH}`,
+  );
+  let requeued = 0;
+  // A first attempt travels in its check's batch job; a storm's backlog keeps such jobs waiting
+  // longer than the grace, and they still carry the message. One lookup per batch. A message
+  // that collected (quiet hours, grouping) is due when its hold ends, and is found here if the
+  // delayed job that should have sent it then is gone.
+  const batchLive = new Map<string, boolean>();
+  for (const row of due) {
+    if (row.attempts === 0 && row.first_job_id) {
+      let live = batchLive.get(row.first_job_id);
+      if (live === undefined) {
+        live = await isJobLive(ctx.queues, row.channel, row.first_job_id);
+        batchLive.set(row.first_job_id, live);
+      }
+      if (live) continue;
+    }
+    // Skips messages whose own job is still waiting or running; replaces a finished job's id.
+    if (await enqueueMessage(ctx.queues, row, row.attempts)) requeued += 1;
+  }
+
+  return requeued;
 }

@@ -39,7 +39,7 @@ export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
           // A check that failed for good (the database kept failing) still counts for its
           // cycle, so the cycle ends and `poll --once` does not wait for it forever.
           const what = 'pointId' in p ? `point ${p.pointId}` : p.placeId;
-          await countFailedCheck(ctx.db, p.cycleId, what, err).catch(() => undefined);
+          await countFailedCheck(ctx, p.cycleId, what, err).catch(() => undefined);
         }
         throw err;
       }

@@ -167,7 +167,7 @@ describe('deliver jobs carrying many rows', () => {
     // No worker runs in this test: the job waits, as a storm's backlog would.
     const batch = await rt.ctx.queues.deliverWebhook.add(
       DELIVER_JOB,
-      { deliveryIds: ids },
+      { messageIds: ids },
       { jobId: batchJobId },
     );
 
@@ -177,7 +177,7 @@ describe('deliver jobs carrying many rows', () => {
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
     for (const id of ids) {
       const job = await rt.ctx.queues.deliverWebhook.getJob(deliverJobId(id, 0));
-      expect(job?.data).toEqual({ deliveryIds: [id] });
+      expect(job?.data).toEqual({ messageIds: [id] });
       await job!.remove();
     }
     // The same sweep again finds the same rows: still owed, and nothing carries them now.
@@ -199,14 +199,14 @@ describe('deliver jobs carrying many rows', () => {
       ...rt.ctx,
       now: () => new Date(start + (reads++ === 0 ? 0 : SEND_START_DEADLINE_MS + 1000)),
     };
-    const result = await runDeliver(lateCtx, { deliveryIds: [row!.id] });
+    const result = await runDeliver(lateCtx, { messageIds: [row!.id] });
     expect(result).toMatchObject({ released: 1, skipped: 0 });
     expect(result.sent).toEqual({ email: 0, webhook: 0 });
     expect(webhookIds('/fz/')).toHaveLength(before);
     const [handedBack] = (await rowsAt(place)).filter((r) => r.id === row!.id);
     expect(handedBack).toMatchObject({ status: 'pending', attempts: 0, claimed_until: null });
     const job = await deliverQueue(rt.ctx.queues, row!.channel).getJob(deliverJobId(row!.id, 0));
-    expect(job?.data).toEqual({ deliveryIds: [row!.id] });
+    expect(job?.data).toEqual({ messageIds: [row!.id] });
 
     // Its own job then sends it, once, under the same id.
     await job!.remove();

@@ -25,6 +25,7 @@ export const TEST_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 export interface DeliveryRow {
   id: string;
+  message_id: string;
   subscriber: string;
   warning_id: string;
   event_type: string;
@@ -174,9 +175,12 @@ export async function startPipelineHarness(
     deliveries() {
       return queryRows<DeliveryRow>(
         database.db,
-        sql`SELECT d.id, coalesce(s.email, s.name) AS subscriber, d.warning_id, d.event_type,
-              d.channel, d.status, d.attempts, d.last_error
+        sql`SELECT d.id, d.message_id, coalesce(s.email, s.name) AS subscriber, d.warning_id,
+              d.event_type, d.channel,
+              CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status, m.attempts,
+              m.last_error
             FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+            JOIN messages m ON m.id = d.message_id
             ORDER BY d.created_at, subscriber, d.warning_id, d.event_type`,
       );
     },
@@ -208,12 +212,12 @@ export async function startPipelineHarness(
   };
 }
 
-/** One deliver job for one row, and what it did with that row. */
+/** One deliver job for one message, and what it did with it. */
 export async function deliverOne(
   ctx: PipelineContext,
-  deliveryId: string,
+  messageId: string,
 ): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'skipped'> {
-  const r = await runDeliver(ctx, { deliveryIds: [deliveryId] });
+  const r = await runDeliver(ctx, { messageIds: [messageId] });
   for (const outcome of ['sent', 'retrying', 'dead'] as const) {
     if (r[outcome].email + r[outcome].webhook > 0) return outcome;
   }
