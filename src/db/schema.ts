@@ -73,7 +73,7 @@ export const subscribers = pgTable(
     groupWindowSeconds: integer('group_window_seconds'),
     /** IANA time zone of the quiet hours; null = the first place's zone, else Asia/Shanghai. */
     timezone: text('timezone'),
-    /** Quiet hours, local "HH:MM" (INTERFACE §7); both null = none. */
+    /** Quiet hours, local "HH:MM" (INTERFACE §7; "HH:MM:SS" too, for demos); both null = none. */
     quietFrom: text('quiet_from'),
     quietTo: text('quiet_to'),
     /** A notification at or above this level is never held by the quiet hours. */
@@ -109,7 +109,7 @@ export const subscribers = pgTable(
     ),
     check(
       'subscribers_quiet_hours',
-      sql`(${t.quietFrom} IS NULL) = (${t.quietTo} IS NULL) AND (${t.quietFrom} IS NULL OR (${t.quietFrom} ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$' AND ${t.quietTo} ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$' AND ${t.quietFrom} <> ${t.quietTo})) AND (${t.quietBypassLevel} IS NULL OR (${t.quietFrom} IS NOT NULL AND ${t.quietBypassLevel} IN (${LEVEL_SQL})))`,
+      sql`(${t.quietFrom} IS NULL) = (${t.quietTo} IS NULL) AND (${t.quietFrom} IS NULL OR (${t.quietFrom} ~ '^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$' AND ${t.quietTo} ~ '^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$' AND ${t.quietFrom} <> ${t.quietTo})) AND (${t.quietBypassLevel} IS NULL OR (${t.quietFrom} IS NOT NULL AND ${t.quietBypassLevel} IN (${LEVEL_SQL})))`,
     ),
     check(
       'subscribers_max_per_hour',

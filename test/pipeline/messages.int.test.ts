@@ -135,3 +135,33 @@ describe('messages: grouping per channel', () => {
     expect(h.hooks.requestsTo('/each')).toHaveLength(3);
   });
 });
+
+describe('messages: one cycle message however the checks interleave', () => {
+  let h: PipelineHarness;
+  // Eight places checked four at a time, by as many concurrent transactions: each must find the
+  // message another check opened for the subscriber rather than open its own.
+  const places = Array.from({ length: 8 }, (_, i) => `1012101${String(i + 10).padStart(2, '0')}`);
+
+  beforeAll(async () => {
+    h = await startPipelineHarness({ env: { CHECK_CONCURRENCY: '4' } });
+    for (const id of places) await h.addPlace(id, `place ${id}`);
+    await h.addEmailSubscriber('national@example.com', places);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('sends the email subscriber one message carrying every notification', async () => {
+    places.forEach((id, i) =>
+      h.sim.setWarnings(id, [
+        v7Warning({ locationId: id, seq: 1, typeCode: '1003', level: i % 2 ? '橙色' : '黄色' }),
+      ]),
+    );
+    const { code, summary } = await h.pollOnce();
+    expect(code).toBe(0);
+    expect(summary.deliveries).toEqual({ sent: 8, failed: 0, pending: 0, held: 0 });
+    expect(summary).toMatchObject({ messages: { sent: 1 } });
+    expect(h.smtp.messages).toHaveLength(1);
+    expect(h.smtp.messages[0]!.subject).toContain('橙色');
+  });
+});
