@@ -23,7 +23,8 @@ const int = (min: number, max: number) =>
 const httpUrl = z
   .string()
   .url('must be an absolute URL')
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL')
+  // zod runs the refinement after a failed .url() too: an unparseable value must not throw here.
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'must be an http(s) URL')
   .transform((u) => u.replace(/\/+$/, ''));
 
 const optional = <T extends z.ZodType>(schema: T) =>
@@ -63,6 +64,15 @@ const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: optional(bool),
   WEBHOOK_TIMEOUT_MS: optional(int(100, 120_000)),
   HTTP_PORT: optional(int(0, 65_535)),
+  // The base of the links in emails (unsubscribe): paths are appended, so no query or fragment.
+  PUBLIC_URL: optional(
+    httpUrl.refine(
+      (u) => !/[?#@]/.test(u.replace(/^https?:\/\//, '')),
+      'must be a plain base URL such as https://alerts.example.com (no user, query or fragment)',
+    ),
+  ),
+  // Signs the unsubscribe links (HMAC-SHA256): as hard to guess as the links must be.
+  UNSUBSCRIBE_SECRET: optional(z.string().min(32, 'must be at least 32 characters')),
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
 });
 
@@ -101,6 +111,9 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   readonly webhookTimeoutMs: number;
   readonly httpPort: number;
+  /** Where the worker's HTTP server is reached from outside (INTERFACE §9); no trailing slash. */
+  readonly publicUrl: string | undefined;
+  readonly unsubscribeSecret: string | undefined;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -196,6 +209,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS ?? 10_000,
     httpPort: e.HTTP_PORT ?? 9464,
+    publicUrl: e.PUBLIC_URL,
+    unsubscribeSecret: e.UNSUBSCRIBE_SECRET,
     logLevel: e.LOG_LEVEL ?? 'info',
   });
 }

@@ -59,6 +59,31 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads PUBLIC_URL as a base URL and wants a long UNSUBSCRIBE_SECRET, never echoed', () => {
+    const config = loadConfig({
+      PUBLIC_URL: 'https://alerts.example.com/qwn/',
+      UNSUBSCRIBE_SECRET: 'x'.repeat(32),
+    });
+    expect(config.publicUrl).toBe('https://alerts.example.com/qwn');
+    expect(config.unsubscribeSecret).toBe('x'.repeat(32));
+    expect(loadConfig({}).publicUrl).toBeUndefined();
+    expect(loadConfig({}).unsubscribeSecret).toBeUndefined();
+    for (const bad of [
+      'alerts.example.com',
+      'ftp://alerts.example.com',
+      'https://alerts.example.com/?a=1',
+      'https://alerts.example.com/#top',
+      'https://user:pw@alerts.example.com',
+    ]) {
+      expect(() => loadConfig({ PUBLIC_URL: bad }), bad).toThrow(/^PUBLIC_URL: /);
+    }
+    const short = 'too-short-secret-hunter2';
+    expect(() => loadConfig({ UNSUBSCRIBE_SECRET: short })).toThrow(
+      /^UNSUBSCRIBE_SECRET: must be at least 32 characters$/,
+    );
+    expect(() => loadConfig({ UNSUBSCRIBE_SECRET: short })).not.toThrow(/hunter2/);
+  });
+
   it('reads booleans', () => {
     expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate).toBe(true);
     expect(loadConfig({ CHECK_ALL_LISTED: '0' }).checkAllListed).toBe(false);

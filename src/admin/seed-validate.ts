@@ -13,6 +13,7 @@ import {
   SECRET_MIN_BYTES,
   WEBHOOK_SECRET_PREFIX as SECRET_PREFIX,
 } from '../channels/webhook-secret.js';
+import { parseScheduleInput, type SubscriberSchedule } from './seed-schedule.js';
 
 /** One thing wrong with the file: `index` is the subscriber's position, null for the document. */
 export interface SeedProblem {
@@ -38,6 +39,8 @@ export interface ValidSubscriber {
   lang: Lang;
   address: SubscriberAddress;
   filter: SubscriptionFilter;
+  /** Grouping, time zone, quiet hours, rate (INTERFACE §6, §7). */
+  schedule: SubscriberSchedule;
   /** Same order as the file; each entry keeps its own index for error messages. */
   locations: { index: number; entry: LocationEntry }[];
 }
@@ -67,6 +70,10 @@ const subscriberSchema = z.strictObject({
   minLevel: z.unknown().nullish(),
   types: z.unknown().nullish(),
   events: z.unknown().nullish(),
+  group: z.unknown().nullish(),
+  timezone: z.unknown().nullish(),
+  quietHours: z.unknown().nullish(),
+  maxPerHour: z.unknown().nullish(),
 });
 
 const nameEntrySchema = z.strictObject({
@@ -273,6 +280,8 @@ export function validateDocument(doc: unknown): ValidatedDocument {
       events: input.events,
     });
     if (!filter.ok) for (const p of filter.problems) add(p.field, p.message);
+    const schedule = parseScheduleInput(input);
+    if (!schedule.ok) for (const p of schedule.problems) add(p.field, p.message);
 
     const locations: { index: number; entry: LocationEntry }[] = [];
     if (Array.isArray(input.locations)) {
@@ -300,7 +309,7 @@ export function validateDocument(doc: unknown): ValidatedDocument {
       }
     }
 
-    if (problems.length > 0 || !address || !filter.ok || !shape.success) {
+    if (problems.length > 0 || !address || !filter.ok || !schedule.ok || !shape.success) {
       result.problems.push(...problems);
       if (locations.length > 0) result.pendingLocations.push({ index, locations });
       return;
@@ -311,6 +320,7 @@ export function validateDocument(doc: unknown): ValidatedDocument {
       lang: shape.data.lang ?? 'zh',
       address,
       filter: filter.filter,
+      schedule: schedule.schedule,
       locations,
     });
   });

@@ -17,6 +17,7 @@ import {
   type Resolution,
   type ResolvedPlace,
 } from './seed-locations.js';
+import { quoteValue, type SubscriberSchedule } from './seed-schedule.js';
 import {
   generateWebhookSecret,
   validateDocument,
@@ -36,8 +37,28 @@ export type SeedResult =
       subscriptionsRemoved: number;
       /** Secrets made for new webhook subscribers: shown once, never logged. */
       generatedSecrets: { subscriber: string; secret: string }[];
+      /** Subscribers of the file who unsubscribed; left so (DESIGN invariant 11). */
+      unsubscribed: UnsubscribedSubscriber[];
+      /** What `--resubscribe` did with each address it named. */
+      resubscribed: { email: string; outcome: 'resubscribed' | 'was-subscribed' }[];
     }
   | { ok: false; problems: SeedProblem[] };
+
+export interface UnsubscribedSubscriber {
+  index: number;
+  name: string | null;
+  email: string;
+  since: Date;
+}
+
+export interface SeedOptions {
+  dryRun?: boolean;
+  /**
+   * Email addresses whose unsubscribe is undone on purpose (compared without case). Each must
+   * be a subscriber in the file or in the database; an unknown one is a problem like any other.
+   */
+  resubscribe?: readonly string[];
+}
 
 export interface SeedDeps {
   db: Db;
@@ -129,7 +150,7 @@ interface PlannedSubscriber {
 export async function applySeed(
   deps: SeedDeps,
   doc: unknown,
-  options: { dryRun?: boolean } = {},
+  options: SeedOptions = {},
 ): Promise<SeedResult> {
   const validated = validateDocument(doc);
   for (const subscriber of validated.subscribers) {
@@ -173,22 +194,60 @@ export async function applySeed(
     points: pointsOf(source, resolutions),
   }));
 
+  const resubscribe = options.resubscribe ?? [];
   if (options.dryRun) {
-    const plan = await planChanges(deps.db, planned);
-    return { ok: true, ...plan.counts, generatedSecrets: [] };
+    const plan = await planChanges(deps.db, planned, resubscribe);
+    if (plan.unknownResubscribe.length > 0) return refuseResubscribe(plan.unknownResubscribe);
+    return { ok: true, ...plan.counts, generatedSecrets: [], ...plan.report };
   }
 
   const result = await deps.db.transaction(async (tx) => {
     // Two seeds at once would race between reading a subscriber and writing it.
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${SEED_LOCK_KEY})`);
-    const plan = await planChanges(tx, planned);
+    const plan = await planChanges(tx, planned, resubscribe);
+    if (plan.unknownResubscribe.length > 0) return plan;
     await upsertPlaces(tx, planned);
     await writePlan(tx, plan);
     return plan;
   });
+  if (result.unknownResubscribe.length > 0) return refuseResubscribe(result.unknownResubscribe);
   for (const generated of result.generatedSecrets) registerSecret(generated.secret);
   deps.logger.debug({ ...result.counts }, 'seed applied');
-  return { ok: true, ...result.counts, generatedSecrets: result.generatedSecrets };
+  return {
+    ok: true,
+    ...result.counts,
+    generatedSecrets: result.generatedSecrets,
+    ...result.report,
+  };
+}
+
+function refuseResubscribe(unknown: readonly string[]): SeedResult {
+  return {
+    ok: false,
+    problems: unknown.map((email) => ({
+      index: null,
+      field: '--resubscribe',
+      message: `${quoteValue(email)} is no email subscriber (not in the file, not in the database)`,
+    })),
+  };
+}
+
+/**
+ * One problem as `qwn seed` prints it: the subscriber by index and name (or address, when it
+ * has no name), then the field and what is wrong with it.
+ */
+export function formatSeedProblem(problem: SeedProblem, doc: unknown): string {
+  if (problem.index === null) return `${problem.field || '(file)'}: ${problem.message}`;
+  const raw = (doc as { subscribers?: unknown[] } | null)?.subscribers?.[problem.index];
+  const entry = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  const label =
+    typeof entry.name === 'string' && entry.name.trim() !== ''
+      ? ` ${quoteValue(entry.name)}`
+      : typeof entry.email === 'string'
+        ? ` <${entry.email.length > 60 ? `${entry.email.slice(0, 60)}…` : entry.email}>`
+        : '';
+  const field = problem.field === '' ? '' : `${problem.field} `;
+  return `subscribers[${problem.index}]${label}: ${field}${problem.message}`;
 }
 
 /** Advisory lock key of `qwn seed` ("qwns"); distinct from the migration lock. */
@@ -288,9 +347,27 @@ interface Plan {
   changes: SubscriberChange[];
   counts: { created: number; updated: number; unchanged: number; subscriptionsRemoved: number };
   generatedSecrets: { subscriber: string; secret: string }[];
+  /** Subscribers whose `unsubscribed_at` `--resubscribe` clears. */
+  resubscribeIds: string[];
+  /** `--resubscribe` addresses that name nobody: the seed is refused. */
+  unknownResubscribe: string[];
+  report: {
+    unsubscribed: UnsubscribedSubscriber[];
+    resubscribed: { email: string; outcome: 'resubscribed' | 'was-subscribed' }[];
+  };
 }
 
-async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promise<Plan> {
+function sameSchedule(row: SubscriberRow, schedule: SubscriberSchedule): boolean {
+  return (Object.keys(schedule) as (keyof SubscriberSchedule)[]).every(
+    (key) => row[key] === schedule[key],
+  );
+}
+
+async function planChanges(
+  db: Db,
+  planned: readonly PlannedSubscriber[],
+  resubscribe: readonly string[],
+): Promise<Plan> {
   const emails = planned.flatMap((p) =>
     p.source.address.channel === 'email' ? [p.source.address.email] : [],
   );
@@ -330,7 +407,37 @@ async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promi
     changes: [],
     counts: { created: 0, updated: 0, unchanged: 0, subscriptionsRemoved: 0 },
     generatedSecrets: [],
+    resubscribeIds: [],
+    unknownResubscribe: [],
+    report: { unsubscribed: [], resubscribed: [] },
   };
+
+  // `--resubscribe`: addresses compare without case, as people type them.
+  const wantedBack = new Set(resubscribe.map((email) => email.trim().toLowerCase()));
+  if (wantedBack.size > 0) {
+    const rows = await db
+      .select({
+        id: subscribers.id,
+        email: subscribers.email,
+        unsubscribedAt: subscribers.unsubscribedAt,
+      })
+      .from(subscribers)
+      .where(inArray(sql`lower(${subscribers.email})`, [...wantedBack]));
+    const inFile = new Set(emails.map((email) => email.toLowerCase()));
+    for (const email of wantedBack) {
+      const matching = rows.filter((row) => row.email?.toLowerCase() === email);
+      if (matching.length === 0 && !inFile.has(email)) {
+        plan.unknownResubscribe.push(email);
+        continue;
+      }
+      const away = matching.filter((row) => row.unsubscribedAt !== null);
+      plan.resubscribeIds.push(...away.map((row) => row.id));
+      plan.report.resubscribed.push({
+        email,
+        outcome: away.length > 0 ? 'resubscribed' : 'was-subscribed',
+      });
+    }
+  }
   for (const { source, places: subscribed, points } of planned) {
     const address = source.address;
     const wanted = subscribed.map((place) =>
@@ -356,6 +463,7 @@ async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promi
           email: address.channel === 'email' ? address.email : null,
           webhookUrl: address.channel === 'webhook' ? address.url : null,
           webhookSecret: secret,
+          ...source.schedule,
         },
         subscriptions: wanted,
       });
@@ -366,6 +474,21 @@ async function planChanges(db: Db, planned: readonly PlannedSubscriber[]): Promi
     const fields: Partial<typeof subscribers.$inferInsert> = {};
     if (current.name !== source.name) fields.name = source.name;
     if (current.lang !== source.lang) fields.lang = source.lang;
+    // A field removed from the file clears its column: the file is the whole truth.
+    if (!sameSchedule(current, source.schedule)) Object.assign(fields, source.schedule);
+    // Never cleared here: only `--resubscribe` undoes an unsubscribe (DESIGN invariant 11).
+    if (
+      current.unsubscribedAt !== null &&
+      current.email !== null &&
+      !wantedBack.has(current.email.toLowerCase())
+    ) {
+      plan.report.unsubscribed.push({
+        index: source.index,
+        name: source.name,
+        email: current.email,
+        since: current.unsubscribedAt,
+      });
+    }
     // No secret in the file keeps the stored one: a re-seed must not break a consumer.
     if (address.channel === 'webhook' && address.secret !== null) {
       if (current.webhookSecret !== address.secret) fields.webhookSecret = address.secret;
@@ -458,6 +581,12 @@ async function upsertPlaces(db: Db, planned: readonly PlannedSubscriber[]): Prom
 }
 
 async function writePlan(db: Db, plan: Plan): Promise<void> {
+  if (plan.resubscribeIds.length > 0) {
+    await db
+      .update(subscribers)
+      .set({ unsubscribedAt: null, updatedAt: sql`now()` })
+      .where(inArray(subscribers.id, plan.resubscribeIds));
+  }
   for (const change of plan.changes) {
     if (change.kind === 'create') {
       const [row] = await db

@@ -28,9 +28,23 @@ export class EmailError extends Error {
   }
 }
 
+export interface EmailSendOptions {
+  /**
+   * The subscriber's one-click unsubscribe URL (`unsubscribeUrl()` in unsubscribe-token.ts).
+   * With it the email carries `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058);
+   * without it neither: a header naming a mailbox nobody reads would promise an unsubscribe
+   * that never happens.
+   */
+  unsubscribeUrl?: string | undefined;
+}
+
 export interface Mailer {
   /** Sends one message; its id makes the `Message-ID`, the same on every retry and redelivery. */
-  send(to: string, m: MessageContent): Promise<{ messageId: string; response: string }>;
+  send(
+    to: string,
+    m: MessageContent,
+    options?: EmailSendOptions,
+  ): Promise<{ messageId: string; response: string }>;
   close(): Promise<void>;
 }
 
@@ -38,8 +52,6 @@ export interface MailerOptions {
   smtpUrl: string | undefined;
   from: string | undefined;
   logger: Logger;
-  /** An unsubscribe URL; without it List-Unsubscribe is a mailto: to MAIL_FROM. */
-  unsubscribeBase?: string;
   /** Bound on one send, queueing in the pool included (default 60 s, well inside a job lock). */
   sendTimeoutMs?: number;
 }
@@ -95,6 +107,22 @@ export function classifySmtpError(err: unknown): EmailError {
   });
 }
 
+/** RFC 8058: the one URL between angle brackets, and the one-click marker beside it. */
+function withUnsubscribe(
+  headers: Readonly<Record<string, string>>,
+  url: string | undefined,
+): Readonly<Record<string, string>> {
+  if (url === undefined) return headers;
+  if (!/^https?:\/\/[^\s<>,]+$/.test(url)) {
+    throw new MimeHeaderError('the unsubscribe URL must be an http(s) URL without spaces');
+  }
+  return {
+    ...headers,
+    'List-Unsubscribe': `<${url}>`,
+    'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+  };
+}
+
 function unconfigured(problem: string): Mailer {
   return {
     send() {
@@ -143,18 +171,16 @@ export function createMailer(o: MailerOptions): Mailer {
     o.logger.warn({ err }, 'smtp transport error');
   });
   const sendTimeoutMs = o.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
-  const unsubscribe = o.unsubscribeBase ?? `mailto:${from.address}?subject=unsubscribe`;
   const headers: Record<string, string> = {
-    'List-Unsubscribe': `<${unsubscribe}>`,
     // Tells vacation responders and the like not to answer an automated message (RFC 3834).
     'Auto-Submitted': 'auto-generated',
   };
-  // RFC 8058 one-click unsubscribe applies to an HTTPS URI only, never to a mailto:.
-  if (/^https:/i.test(unsubscribe)) headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
 
   return {
-    async send(to, m) {
-      const { subject, text, html } = renderEmailMessage(m);
+    async send(to, m, options = {}) {
+      const { subject, text, html } = renderEmailMessage(m, {
+        ...(options.unsubscribeUrl ? { unsubscribeUrl: options.unsubscribeUrl } : {}),
+      });
       const messageId = messageIdFor(m.id);
       const deadline = startDeadline(sendTimeoutMs);
       try {
@@ -164,7 +190,7 @@ export function createMailer(o: MailerOptions): Mailer {
           subject,
           messageId,
           date: new Date(),
-          headers,
+          headers: withUnsubscribe(headers, options.unsubscribeUrl),
           text,
           html,
           boundary: `qwn-alt-${m.id}`,

@@ -1,19 +1,31 @@
 import { readFile } from 'node:fs/promises';
 import { pino } from 'pino';
-import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
+import {
+  applySeed,
+  formatSeedProblem,
+  parseSeedText,
+  seedFormatOf,
+  SeedError,
+} from '../admin/seed.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { createLogger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { parseCommandLine, UsageError } from './command.js';
 
-const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run]';
+const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run] [--resubscribe <email>]...';
 
-/** `qwn seed <file> [--dry-run]` (INTERFACE §1, §3): exit 0 when applied, 1 on any problem. */
+/**
+ * `qwn seed <file> [--dry-run] [--resubscribe <email>]...` (INTERFACE §1, §3, §9): exit 0 when
+ * applied, 1 on any problem. An unsubscribed subscriber stays so unless named by --resubscribe.
+ */
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommandLine(
     argv,
-    { 'dry-run': { type: 'boolean', default: false } },
+    {
+      'dry-run': { type: 'boolean', default: false },
+      resubscribe: { type: 'string', multiple: true },
+    },
     'seed',
     { positionals: true },
   );
@@ -27,6 +39,7 @@ export async function run(argv: string[]): Promise<number> {
   if (format === null)
     throw new UsageError(`${file}: the file name must end in .json, .yaml or .yml`);
   const dryRun = parsed.values['dry-run'] === true;
+  const resubscribe = parsed.values.resubscribe ?? [];
 
   const config = loadConfig(readEnvironment());
   if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
@@ -61,21 +74,31 @@ export async function run(argv: string[]): Promise<number> {
   const lookup = createClientFromConfig(config, logger);
   const database = openPostgres(config.databaseUrl, { poolSize: 2, applicationName: 'qwn seed' });
   try {
-    const result = await applySeed({ db: database.db, lookup, logger }, doc, { dryRun });
+    const result = await applySeed({ db: database.db, lookup, logger }, doc, {
+      dryRun,
+      resubscribe,
+    });
     if (!result.ok) {
-      for (const problem of result.problems) {
-        const where =
-          problem.index === null
-            ? problem.field || '(file)'
-            : `subscribers[${problem.index}]${problem.field === '' || problem.field.startsWith('[') ? '' : '.'}${problem.field}`;
-        console.error(`${where}: ${problem.message}`);
-      }
+      for (const problem of result.problems) console.error(formatSeedProblem(problem, doc));
       const count = result.problems.length;
       console.error(`${count} problem${count === 1 ? '' : 's'} in ${file}; nothing written`);
       return 1;
     }
     const counts = `${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged, ${result.subscriptionsRemoved} subscription${result.subscriptionsRemoved === 1 ? '' : 's'} removed`;
     console.log(dryRun ? `dry run (nothing written): would have ${counts}` : `seeded: ${counts}`);
+    for (const { email, outcome } of result.resubscribed) {
+      console.log(
+        outcome === 'resubscribed'
+          ? `${dryRun ? 'would resubscribe' : 'resubscribed'} ${email}: emails are sent to it again`
+          : `${email} was not unsubscribed: nothing to undo`,
+      );
+    }
+    for (const s of result.unsubscribed) {
+      const who = `subscribers[${s.index}]${s.name === null ? '' : ` ${JSON.stringify(s.name)}`} <${s.email}>`;
+      console.log(
+        `${who} unsubscribed at ${s.since.toISOString()}: left unsubscribed (qwn seed ${file} --resubscribe ${s.email} undoes it)`,
+      );
+    }
     for (const { subscriber, secret } of result.generatedSecrets) {
       console.log(`generated secret for ${subscriber}: ${secret}`);
     }

@@ -1,5 +1,6 @@
-import { loadConfig, readEnvironment } from '../config.js';
-import { createLogger } from '../logger.js';
+import { createUnsubscribeEndpoint } from '../admin/unsubscribe.js';
+import { loadConfig, readEnvironment, type Config } from '../config.js';
+import { createLogger, registerSecret, type Logger } from '../logger.js';
 import { probeHealth } from '../ops/health.js';
 import { startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { OpsMetrics } from '../ops/metrics.js';
@@ -29,7 +30,9 @@ export async function run(argv: string[]): Promise<number> {
   if (argv.length > 0) throw new UsageError(`takes no arguments (got "${argv.join(' ')}")`);
   const config = loadConfig(readEnvironment());
   const logger = createLogger(config.logLevel);
+  registerSecret(config.unsubscribeSecret);
   const startedAt = new Date();
+  warnWithoutUnsubscribe(config, logger);
 
   // Held back calls and health both read what the upstream last answered.
   const upstream = new UpstreamMonitor();
@@ -96,6 +99,15 @@ export async function run(argv: string[]): Promise<number> {
           startedAt,
         }),
       metrics: () => metrics.scrape(),
+      ...(config.unsubscribeSecret
+        ? {
+            unsubscribe: createUnsubscribeEndpoint({
+              db: ctx.db,
+              secret: config.unsubscribeSecret,
+              logger,
+            }),
+          }
+        : {}),
     });
     await checkEvictionPolicy((name) => redis.config('GET', name), logger);
 
@@ -148,4 +160,20 @@ export async function run(argv: string[]): Promise<number> {
   process.off('uncaughtException', onException);
   logger.info({ exitCode }, 'worker stopped');
   return exitCode;
+}
+
+/**
+ * Without both settings emails carry no List-Unsubscribe at all: a header pointing at a mailbox
+ * nobody reads would promise an unsubscribe that never happens (INTERFACE §9).
+ */
+function warnWithoutUnsubscribe(config: Config, logger: Logger): void {
+  const missing = [
+    ...(config.publicUrl ? [] : ['PUBLIC_URL']),
+    ...(config.unsubscribeSecret ? [] : ['UNSUBSCRIBE_SECRET']),
+  ];
+  if (missing.length === 0) return;
+  logger.warn(
+    { missing },
+    'emails carry no working unsubscribe link: set PUBLIC_URL and UNSUBSCRIBE_SECRET',
+  );
 }

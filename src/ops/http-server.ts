@@ -1,9 +1,17 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  PAGE_HEADERS,
+  UNSUBSCRIBE_BODY_LIMIT,
+  type UnsubscribeEndpoint,
+} from '../admin/unsubscribe.js';
 import type { Logger } from '../logger.js';
 import { httpStatusFor, type HealthReport } from './health.js';
 
-/** `GET /healthz` and `GET /metrics` on HTTP_PORT; nothing else is served. */
+/**
+ * `GET /healthz` and `GET /metrics` on HTTP_PORT, and `/unsubscribe/TOKEN` when an unsubscribe
+ * endpoint is given (INTERFACE §9); nothing else is served.
+ */
 
 export interface OpsServerOptions {
   readonly port: number;
@@ -12,6 +20,32 @@ export interface OpsServerOptions {
   readonly logger: Logger;
   readonly health: () => Promise<HealthReport>;
   readonly metrics: () => Promise<{ contentType: string; body: string }>;
+  /** Absent without UNSUBSCRIBE_SECRET: every `/unsubscribe/` path is then a 404. */
+  readonly unsubscribe?: UnsubscribeEndpoint;
+}
+
+const UNSUBSCRIBE_PATH = /^\/unsubscribe\/([^/]+)$/;
+
+/** The request's path for a log line: an unsubscribe token is a credential and stays out. */
+function loggedPath(url: string | undefined): string {
+  const path = new URL(url ?? '/', 'http://localhost').pathname;
+  return path.startsWith('/unsubscribe/') ? '/unsubscribe/…' : path;
+}
+
+class BodyTooLargeError extends Error {}
+
+/** The whole request body, refused past `limit` bytes. */
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLargeError();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new BodyTooLargeError();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
 }
 
 export interface OpsServer {
@@ -29,11 +63,53 @@ function send(res: ServerResponse, status: number, contentType: string, body: st
   res.end(body);
 }
 
+async function serveUnsubscribe(
+  req: IncomingMessage,
+  res: ServerResponse,
+  endpoint: UnsubscribeEndpoint,
+  token: string,
+): Promise<void> {
+  const method = req.method;
+  if (method !== 'GET' && method !== 'HEAD' && method !== 'POST') {
+    res.setHeader('allow', 'GET, HEAD, POST');
+    send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+    return;
+  }
+  let body: Buffer = Buffer.alloc(0);
+  if (method === 'POST') {
+    try {
+      body = await readBody(req, UNSUBSCRIBE_BODY_LIMIT);
+    } catch (err) {
+      if (!(err instanceof BodyTooLargeError)) throw err;
+      // The rest of the body is not read: close the connection rather than drain it.
+      res.setHeader('connection', 'close');
+      send(res, 413, 'text/plain; charset=utf-8', 'request body too large\n');
+      return;
+    }
+  }
+  const page = await endpoint({
+    method,
+    token,
+    contentType: req.headers['content-type'],
+    body,
+  });
+  res.writeHead(page.status, {
+    ...PAGE_HEADERS,
+    'content-length': Buffer.byteLength(page.html),
+  });
+  res.end(page.html);
+}
+
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const { logger } = options;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const unsubscribe = UNSUBSCRIBE_PATH.exec(path);
+    if (unsubscribe && options.unsubscribe) {
+      await serveUnsubscribe(req, res, options.unsubscribe, unsubscribe[1]!);
+      return;
+    }
     if (path !== '/healthz' && path !== '/metrics') {
       send(res, 404, 'application/json', JSON.stringify({ error: 'not found' }));
       return;
@@ -54,7 +130,7 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      logger.error({ err, url: req.url }, 'ops request failed');
+      logger.error({ err, path: loggedPath(req.url) }, 'ops request failed');
       if (!res.headersSent) {
         send(res, 500, 'application/json', JSON.stringify({ error: 'internal error' }));
       } else {

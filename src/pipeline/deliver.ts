@@ -2,6 +2,7 @@ import type { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
+import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
 import { WebhookError } from '../channels/webhook.js';
 import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
@@ -466,7 +467,12 @@ async function attempt(
     const content = contentOf(message);
     try {
       if (message.channel === 'email') {
-        await ctx.mailer.send(message.email!, content);
+        await ctx.mailer.send(message.email!, content, {
+          unsubscribeUrl: unsubscribeUrl(ctx.config, {
+            id: message.subscriber_id,
+            email: message.email,
+          }),
+        });
       } else {
         await ctx.webhooks.send(
           { url: message.webhook_url!, secret: message.webhook_secret! },

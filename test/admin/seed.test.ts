@@ -231,6 +231,8 @@ describe('document shape', () => {
       unchanged: 0,
       subscriptionsRemoved: 0,
       generatedSecrets: [],
+      unsubscribed: [],
+      resubscribed: [],
     });
   });
 });

@@ -13,12 +13,11 @@ const FROM = 'QWN Alerts <alerts@example.com>';
 let sink: SmtpSink;
 const mailers: Mailer[] = [];
 
-function mailer(o: { smtpUrl?: string; from?: string; unsubscribeBase?: string } = {}): Mailer {
+function mailer(o: { smtpUrl?: string; from?: string } = {}): Mailer {
   const m = createMailer({
     smtpUrl: 'smtpUrl' in o ? o.smtpUrl : sink.url,
     from: 'from' in o ? o.from : FROM,
     logger,
-    ...(o.unsubscribeBase ? { unsubscribeBase: o.unsubscribeBase } : {}),
   });
   mailers.push(m);
   return m;
@@ -54,7 +53,7 @@ afterAll(async () => {
 });
 
 describe('email channel', () => {
-  it('sends one message with text and HTML parts, a stable Message-ID and List-Unsubscribe', async () => {
+  it('sends one message with text and HTML parts and a stable Message-ID', async () => {
     const n = sampleNotification();
     const result = await mailer().send('duty@example.com', n);
     expect(result.messageId).toBe(`<${n.deliveryId}@qwn>`);
@@ -69,10 +68,9 @@ describe('email channel', () => {
       '【橙色预警】杭州市气象台发布暴雨橙色预警[II级/严重]（杭州）',
     );
     expect(mail!.parsed.from?.text).toBe('"QWN Alerts" <alerts@example.com>');
-    expect(header(mail!, 'List-Unsubscribe')).toBe(
-      '<mailto:alerts@example.com?subject=unsubscribe>',
-    );
-    // RFC 8058 one-click needs an HTTPS URI; a mailto: alone must not claim it.
+    // Without an unsubscribe URL no List-Unsubscribe at all: a mailto: to MAIL_FROM would
+    // promise an unsubscribe that nobody carries out.
+    expect(header(mail!, 'List-Unsubscribe')).toBeUndefined();
     expect(header(mail!, 'List-Unsubscribe-Post')).toBeUndefined();
     expect(header(mail!, 'Auto-Submitted')).toBe('auto-generated');
 
@@ -138,14 +136,22 @@ describe('email channel', () => {
     expect(mail!.parsed.text).toContain('<script>alert("x")</script>');
   });
 
-  it('uses an HTTPS unsubscribe URL with one-click unsubscribe when given', async () => {
-    await mailer({ unsubscribeBase: 'https://alerts.example.com/unsubscribe' }).send(
-      'duty@example.com',
-      sampleNotification(),
-    );
+  it('carries the one-click unsubscribe headers of RFC 8058 when given a URL', async () => {
+    const url = 'https://alerts.example.com/unsubscribe/AAAAAAAAAAAAAAAAAAAAAA.token';
+    await mailer().send('duty@example.com', sampleNotification(), { unsubscribeUrl: url });
     const [mail] = await sink.waitForMessages(1);
-    expect(header(mail!, 'List-Unsubscribe')).toBe('<https://alerts.example.com/unsubscribe>');
+    expect(header(mail!, 'List-Unsubscribe')).toBe(`<${url}>`);
     expect(header(mail!, 'List-Unsubscribe-Post')).toBe('List-Unsubscribe=One-Click');
+  });
+
+  it('refuses an unsubscribe URL that would break the header, without sending', async () => {
+    const err = await failure(
+      mailer().send('duty@example.com', sampleNotification(), {
+        unsubscribeUrl: 'https://a.example/x>, <mailto:x@evil.example>',
+      }),
+    );
+    expect(err.retryable).toBe(false);
+    expect(sink.messages).toHaveLength(0);
   });
 
   it('turns a 451 into a retryable error; the next attempt delivers exactly one email', async () => {
