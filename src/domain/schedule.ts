@@ -122,13 +122,13 @@ function offsetFormatter(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-/** The local wall clock at `ms`, as if it were a UTC instant (ms precision dropped to seconds). */
-function wallClock(ms: number, timeZone: string): number {
+/** The zone's offset from UTC (ms) read through Intl at the instant `ms`. */
+function readOffset(ms: number, timeZone: string): number {
   const parts: Record<string, number> = {};
   for (const part of offsetFormatter(timeZone).formatToParts(new Date(ms))) {
     if (part.type !== 'literal') parts[part.type] = Number(part.value);
   }
-  return Date.UTC(
+  const wall = Date.UTC(
     parts.year ?? 1970,
     (parts.month ?? 1) - 1,
     parts.day ?? 1,
@@ -136,28 +136,55 @@ function wallClock(ms: number, timeZone: string): number {
     parts.minute ?? 0,
     parts.second ?? 0,
   );
-}
-
-/** The zone's offset from UTC at the instant `ms`, in ms (whole seconds). */
-function offsetAt(ms: number, timeZone: string): number {
-  const whole = Math.floor(ms / 1000) * 1000;
-  return wallClock(whole, timeZone) - whole;
+  return wall - Math.floor(ms / 1000) * 1000;
 }
 
 /**
- * The first instant at which the zone's wall clock reads `wall` (given as if UTC) or later. Around
- * a DST change: a time the spring gap skips becomes the moment of the change (quiet hours "from
- * 02:30" begin when the clock jumps past 02:30), and a time the autumn overlap repeats is its
- * first occurrence.
+ * Offsets by zone and quarter hour. Every zone in use today has an offset in whole quarter hours
+ * and changes it at a whole local hour or half hour, so an offset holds for the whole UTC quarter
+ * hour it was read in; Intl's formatToParts was most of a placement's cost.
  */
-function instantOfWall(wall: number, timeZone: string): number {
+const QUARTER_HOUR_MS = 900_000;
+const offsetsByQuarter = new Map<string, number>();
+const MAX_OFFSETS = 20_000;
+
+/** The zone's offset from UTC at the instant `ms`, in ms. */
+function offsetAt(ms: number, timeZone: string): number {
+  const quarter = Math.floor(ms / QUARTER_HOUR_MS);
+  const key = `${timeZone} ${quarter}`;
+  let offset = offsetsByQuarter.get(key);
+  if (offset === undefined) {
+    offset = readOffset(quarter * QUARTER_HOUR_MS, timeZone);
+    if (offsetsByQuarter.size >= MAX_OFFSETS) offsetsByQuarter.clear();
+    offsetsByQuarter.set(key, offset);
+  }
+  return offset;
+}
+
+/** The local wall clock at `ms`, as if it were a UTC instant. */
+function wallClock(ms: number, timeZone: string): number {
+  return ms + offsetAt(ms, timeZone);
+}
+
+/**
+ * The instant at which the zone's wall clock reads `wall` (given as if UTC). A time the autumn
+ * overlap repeats is its first occurrence. A time the spring gap skips has no instant: for a
+ * window's end it is the moment of the change (the first instant the clock reads later), for a
+ * window's start it is shifted by the gap's length (02:30 becomes 03:30 summer time). Resolving
+ * the two differently keeps the subscriber's free time between two windows from vanishing on that
+ * night (quiet 02:59-02:00 would otherwise end and begin again at the same instant, and a held
+ * message would go out inside the next window); the price is that a window starting inside the
+ * gap starts up to an hour late once a year.
+ */
+function instantOfWall(wall: number, timeZone: string, inGap: 'change' | 'shift'): number {
   const before = offsetAt(wall - 86_400_000, timeZone);
   const after = offsetAt(wall + 86_400_000, timeZone);
   const candidates = [wall - before, wall - after].filter(
     (instant) => wallClock(instant, timeZone) === wall,
   );
   if (candidates.length > 0) return Math.min(...candidates);
-  // In a gap: find the change between the two readings (whole seconds; zones change on them).
+  if (inGap === 'shift') return wall - before;
+  // Find the change between the two readings (whole seconds; zones change on them).
   let low = Math.min(wall - before, wall - after);
   let high = Math.max(wall - before, wall - after);
   while (high - low > 1000) {
@@ -187,12 +214,32 @@ export function quietWindowAt(
   const localMidnight = wall - (((wall % 86_400_000) + 86_400_000) % 86_400_000);
   // The window containing `at` starts on the local day of `at` or, over midnight, the day before.
   for (const dayOffset of [-1, 0]) {
-    const day = localMidnight + dayOffset * 86_400_000;
-    const start = instantOfWall(day + from * 60_000, timezone);
-    const end = instantOfWall(day + (to > from ? 0 : 86_400_000) + to * 60_000, timezone);
+    const [start, end] = windowOfDay(localMidnight + dayOffset * 86_400_000, from, to, timezone);
     if (start < end && start <= t && t < end) return { start: new Date(start), end: new Date(end) };
   }
   return null;
+}
+
+/**
+ * Window boundaries by zone, hours and local day. Every placement asks about a few instants, and
+ * a storm places thousands of notifications for subscribers who share a few zones and hours:
+ * resolving the wall clock through Intl each time was most of a placement's cost.
+ */
+const windowsByDay = new Map<string, [number, number]>();
+const MAX_WINDOWS_BY_DAY = 5000;
+
+function windowOfDay(day: number, from: number, to: number, timezone: string): [number, number] {
+  const key = `${timezone} ${from} ${to} ${day}`;
+  let window = windowsByDay.get(key);
+  if (!window) {
+    window = [
+      instantOfWall(day + from * 60_000, timezone, 'shift'),
+      instantOfWall(day + (to > from ? 0 : 86_400_000) + to * 60_000, timezone, 'change'),
+    ];
+    if (windowsByDay.size >= MAX_WINDOWS_BY_DAY) windowsByDay.clear();
+    windowsByDay.set(key, window);
+  }
+  return window;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,15 +309,19 @@ export function placeNotification(input: PlacementInput): Placement {
     .filter((m) => (urgent ? m.hold !== 'quiet' : quietAt(m.sendAt.getTime()) === null))
     .sort((a, b) => a.sendAt.getTime() - b.sendAt.getTime());
 
-  // 1. Grouping.
+  // 1. Grouping; a held notification is grouped by the quiet hours instead (step 2): joining a
+  // window message that an urgent one opened at 06:50 would carry it past the window's end.
   const group = prefs.group;
-  if (group.kind === 'cycle') {
-    const same = joinable.find((m) => m.hold === 'cycle' && m.cycleId === notification.cycleId);
-    if (same) return { join: same.id };
-  } else if (group.kind === 'window') {
-    const window = joinable.find((m) => m.hold === 'window');
-    if (window) return { join: window.id };
-  }
+  const quietNow = quietAt(t);
+  const collecting =
+    quietNow !== null
+      ? undefined
+      : group.kind === 'cycle'
+        ? joinable.find((m) => m.hold === 'cycle' && m.cycleId === notification.cycleId)
+        : group.kind === 'window'
+          ? joinable.find((m) => m.hold === 'window')
+          : undefined;
+  if (collecting) return { join: collecting.id };
   let hold: Hold | null =
     group.kind === 'cycle' ? 'cycle' : group.kind === 'window' ? 'window' : null;
   let sendAt =
@@ -283,7 +334,6 @@ export function placeNotification(input: PlacementInput): Placement {
   let earliest = group.kind === 'cycle' ? t : sendAt;
 
   // 2. Quiet hours.
-  const quietNow = quietAt(t);
   const quietAtDue = quietNow ?? quietAt(sendAt);
   if (quietNow === null && quietAtDue !== null) {
     // Detected before the window opens, but the grouping delay would carry it in: it goes out

@@ -100,14 +100,28 @@ describe('quietWindowAt', () => {
     ]);
   });
 
-  it('starts a window whose start the spring gap skips when the clock jumps past it', () => {
-    const gap = { from: '02:30', to: '03:30', bypassLevel: null };
-    // 02:00 EST becomes 03:00 EDT at 07:00Z; 03:30 EDT is 07:30Z.
-    expect(window('2026-03-08T07:10:00Z', 'America/New_York', gap)).toEqual([
+  it('keeps the free time between windows on the spring-forward night', () => {
+    // Quiet 02:59-02:00 leaves 59 free minutes; on 2026-03-08 both times fall in the gap. The
+    // window ends when the clock jumps (07:00Z) and the next begins 59 minutes later.
+    const narrow = { from: '02:59', to: '02:00', bypassLevel: null };
+    expect(window('2026-03-08T06:00:00Z', 'America/New_York', narrow)).toEqual([
+      '2026-03-07T07:59:00.000Z',
       '2026-03-08T07:00:00.000Z',
-      '2026-03-08T07:30:00.000Z',
     ]);
-    expect(window('2026-03-08T06:59:00Z', 'America/New_York', gap)).toBeNull();
+    expect(window('2026-03-08T07:30:00Z', 'America/New_York', narrow)).toBeNull();
+    expect(window('2026-03-08T07:59:00Z', 'America/New_York', narrow)?.[0]).toBe(
+      '2026-03-08T07:59:00.000Z',
+    );
+  });
+
+  it('starts a window whose start the spring gap skips by the length of the gap', () => {
+    const gap = { from: '02:30', to: '04:00', bypassLevel: null };
+    // 02:30 does not exist on 2026-03-08: the window starts at 03:30 EDT (07:30Z), ends 08:00Z.
+    expect(window('2026-03-08T07:40:00Z', 'America/New_York', gap)).toEqual([
+      '2026-03-08T07:30:00.000Z',
+      '2026-03-08T08:00:00.000Z',
+    ]);
+    expect(window('2026-03-08T07:10:00Z', 'America/New_York', gap)).toBeNull();
   });
 
   it('begins at the first occurrence of a repeated time in the autumn overlap', () => {
@@ -272,6 +286,26 @@ describe('placeNotification: quiet hours', () => {
         notification: yellow,
         open: [red],
         recentSends: [red.sendAt],
+      }),
+    ).toEqual({ create: { hold: 'quiet', sendAt: windowEnd, cycleId: null } });
+  });
+
+  it('does not let a held one join a window message that would carry it past the window', () => {
+    // An urgent one at 06:50 opened a 30-minute window message, due at 07:20.
+    const late = openMessage({
+      id: 'w',
+      hold: 'window',
+      cycleId: null,
+      sendAt: at('2026-07-01T23:20:00Z'),
+      urgent: true,
+    });
+    expect(
+      placeNotification({
+        now: at('2026-07-01T22:55:00Z'),
+        prefs: prefs({ quietHours: NIGHT, group: { kind: 'window', seconds: 1800 } }),
+        notification: yellow,
+        open: [late],
+        recentSends: [late.sendAt],
       }),
     ).toEqual({ create: { hold: 'quiet', sendAt: windowEnd, cycleId: null } });
   });
