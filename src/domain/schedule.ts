@@ -254,7 +254,6 @@ function windowOfDay(day: number, from: number, to: number, timezone: string): [
 function busyIntervals(sends: readonly number[], max: number): Array<[number, number]> {
   const sorted = [...sends].sort((a, b) => a - b);
   const busy: Array<[number, number]> = [];
-  if (max <= 0) return [[-Infinity, Infinity]];
   for (let i = 0; i + max - 1 < sorted.length; i++) {
     const low = sorted[i + max - 1]! - HOUR_MS;
     const high = sorted[i]! + HOUR_MS;
@@ -272,7 +271,8 @@ function firstFreeSlot(busy: ReadonlyArray<[number, number]>, from: number, span
   for (const t of candidates) {
     if (busy.every(([low, high]) => !(t < high && t + span > low))) return t;
   }
-  return Infinity; // only when max is 0, which the seed rejects
+  // Not reached: the last candidate (the latest end, or `from` when that is later) meets none.
+  return candidates[candidates.length - 1] ?? from;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,7 +353,9 @@ export function placeNotification(input: PlacementInput): Placement {
   if (prefs.maxPerHour !== null) {
     const busy = busyIntervals(
       input.recentSends.map((d) => d.getTime()),
-      prefs.maxPerHour,
+      // The seed and the table both require at least 1; a 0 here would hold everything forever,
+      // and held is never dropped, so it reads as 1.
+      Math.max(1, prefs.maxPerHour),
     );
     if (firstFreeSlot(busy, earliest, sendAt - earliest) !== earliest) {
       // Over the limit: the next message allowed is the earlier of an open message it may join

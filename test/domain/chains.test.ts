@@ -1,7 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { collapseChains } from '../../src/domain/chains.js';
 import type { EventType, Notification } from '../../src/domain/render.js';
-import type { Level } from '../../src/domain/warning.js';
+import { LEVELS, levelRank, type Level } from '../../src/domain/warning.js';
 import { sampleNotification, sampleWarning } from '../channels/fixtures.js';
 
 let counter = 0;
@@ -99,5 +100,56 @@ describe('collapseChains', () => {
       ['X', '黄色'],
       ['B', '蓝色'],
     ]);
+  });
+});
+
+describe('collapseChains properties', () => {
+  const IDS = ['A', 'B', 'C', 'D', 'E'];
+  const notesArb = fc
+    .uniqueArray(
+      fc.record({
+        id: fc.constantFrom(...IDS),
+        eventType: fc.constantFrom<EventType>('new', 'update', 'cancel', 'expired'),
+        minute: fc.integer({ min: 0, max: 59 }),
+        level: fc.constantFrom<Level>(...LEVELS, 'unknown'),
+        supersedes: fc.uniqueArray(fc.constantFrom(...IDS), { maxLength: 2 }),
+      }),
+      { minLength: 1, maxLength: 10, selector: (r) => `${r.id}:${r.eventType}` },
+    )
+    .map((records) =>
+      records.map((r) =>
+        note(r.id, r.eventType, r.minute, {
+          level: r.level,
+          supersedes: r.supersedes.filter((s) => s !== r.id),
+        }),
+      ),
+    );
+
+  it('puts every notification in exactly one chain, latest last, highest level first', () => {
+    fc.assert(
+      fc.property(notesArb, (notes) => {
+        const chains = collapseChains(notes);
+        const placed = chains.flatMap((c) => c.notifications);
+        expect(placed).toHaveLength(notes.length);
+        expect(new Set(placed)).toEqual(new Set(notes));
+        for (const c of chains) {
+          expect(c.latest).toBe(c.notifications[c.notifications.length - 1]);
+          const times = c.notifications.map((n) => n.occurredAt.getTime());
+          expect([...times].sort((a, b) => a - b)).toEqual(times);
+          // A warning id and what it supersedes never end up in two chains.
+          for (const other of chains) {
+            if (other === c) continue;
+            const ids = new Set(other.notifications.map((n) => n.warning.id));
+            for (const n of c.notifications) {
+              expect(ids.has(n.warning.id)).toBe(false);
+              for (const s of n.supersedes) expect(ids.has(s)).toBe(false);
+            }
+          }
+        }
+        const ranks = chains.map((c) => levelRank(c.level));
+        expect([...ranks].sort((a, b) => b - a)).toEqual(ranks);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
