@@ -16,6 +16,20 @@ import { levelRank, type Level } from './warning.js';
  * 3. maxPerHour: no new message may make any sliding hour carry more than that many messages. What
  *    is over joins the next message allowed, or waits in a new one due when a slot frees.
  * Held is never dropped (invariant 9): every call returns a placement.
+ *
+ * Corner cases, decided for the subscriber woken at 3 a.m. by a yellow warning:
+ * - Detected just before the window opens, a notification whose grouping delay would carry it
+ *   inside goes out just before the window, not the next morning.
+ * - A held notification only joins held ones: a window message an urgent one opened at 06:50 would
+ *   carry it past the window's end, and an urgent message at 3 a.m. must not carry it at all.
+ * - A slot the hourly limit frees inside the window is no slot for a notification that is not
+ *   urgent: it is held with the others until the window's end.
+ * - The hourly limit outranks the window's end: when the hour before the end is full, the held
+ *   message takes the first free slot after it. The subscriber asked for both; only the limit is a
+ *   promise about how many messages, the end is a promise about not before.
+ * - An unknown level never bypasses the quiet hours.
+ * - Over the limit, a 'cycle' message becomes a 'throttle' one: released early it could break the
+ *   limit, so it waits for its slot.
  */
 
 export type GroupMode = { kind: 'none' } | { kind: 'cycle' } | { kind: 'window'; seconds: number };
