@@ -40,7 +40,8 @@ export const SCHEDULE_FIELDS = ['group', 'timezone', 'quietHours', 'maxPerHour']
 /** The ranges of the database's check constraints (src/db/schema.ts), kept in one place. */
 const WINDOW_SECONDS = { min: 1, max: 3600 };
 const MAX_PER_HOUR = { min: 1, max: 1000 };
-const TIME_OF_DAY = /^([01]\d|2[0-3]):[0-5]\d$/;
+// Seconds are accepted too (the demo's window ends within the minute it is shown in).
+const TIME_OF_DAY = /^([01]\d|2[0-3]):[0-5]\d(:[0-5]\d)?$/;
 /** The database's shape for a zone name; Intl also takes offsets such as "+08:00", this not. */
 const DB_TIMEZONE = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 const QUOTE_LIMIT = 40;

@@ -1,6 +1,6 @@
 import nodemailer from 'nodemailer';
 import type { NodemailerError } from 'nodemailer/lib/errors';
-import { renderEmailMessage, type MessageContent } from '../domain/message-render.js';
+import { renderEmailMessage, type Message } from '../domain/message-render.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import { startDeadline } from './deadline.js';
 import { composeMime, MimeHeaderError, parseMailFrom } from './mime.js';
@@ -42,7 +42,7 @@ export interface Mailer {
   /** Sends one message; its id makes the `Message-ID`, the same on every retry and redelivery. */
   send(
     to: string,
-    m: MessageContent,
+    m: Message,
     options?: EmailSendOptions,
   ): Promise<{ messageId: string; response: string }>;
   close(): Promise<void>;

@@ -3,7 +3,7 @@ import type dns from 'node:dns';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { renderWebhookMessage, type MessageContent } from '../domain/message-render.js';
+import { renderWebhookMessage, type Message } from '../domain/message-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
 import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
@@ -70,7 +70,7 @@ export interface WebhookTarget {
 
 export interface WebhookSender {
   /** POSTs one message; its id is the `webhook-id`, the same on every retry and redelivery. */
-  send(target: WebhookTarget, m: MessageContent): Promise<{ status: number; webhookId: string }>;
+  send(target: WebhookTarget, m: Message): Promise<{ status: number; webhookId: string }>;
   close(): Promise<void>;
 }
 

@@ -66,7 +66,7 @@ export interface WebhookBody {
   };
 }
 
-function isoSeconds(date: Date): string {
+export function isoSeconds(date: Date): string {
   return Number.isNaN(date.getTime()) ? String(date) : date.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
@@ -76,7 +76,7 @@ function capitalize(text: string | null): string | null {
 }
 
 /** The level to show: the normalized one, else the colour the upstream sent. */
-function shownLevel(warning: Warning): Level {
+export function shownLevel(warning: Warning): Level {
   if (warning.level !== 'unknown') return warning.level;
   return parseLevel(warning.color) ?? 'unknown';
 }
@@ -116,9 +116,9 @@ export function webhookPayload(n: Notification): WebhookBody {
 // ---------------------------------------------------------------------------------------------
 // Email
 
-type Lang = Notification['lang'];
+export type Lang = Notification['lang'];
 
-const LEVEL_EN: Record<Level, string> = {
+export const LEVEL_EN: Record<Level, string> = {
   白色: 'White',
   蓝色: 'Blue',
   黄色: 'Yellow',
@@ -135,7 +135,7 @@ const SEVERITY_ZH: Record<string, string> = {
   unknown: '未知',
 };
 
-interface Labels {
+export interface Labels {
   headline: Record<EventType, string>;
   intro: Record<EventType, string | null>;
   place: string;
@@ -154,7 +154,7 @@ interface Labels {
   colon: string;
 }
 
-const LABELS: Record<Lang, Labels> = {
+export const LABELS: Record<Lang, Labels> = {
   zh: {
     headline: { new: '新预警', update: '预警更新', cancel: '预警解除', expired: '预警已结束' },
     intro: {
@@ -263,7 +263,7 @@ function formatInZone(iso: string, timeZone: string): string {
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} (${zone})`;
 }
 
-function levelText(level: Level, lang: Lang): string {
+export function levelText(level: Level, lang: Lang): string {
   if (level === 'unknown') return LABELS[lang].unknownLevel;
   return lang === 'zh' ? level : LEVEL_EN[level];
 }
@@ -275,7 +275,7 @@ function severityText(severity: string | null, lang: Lang): string | null {
 }
 
 /** Header lines must stay one line: a CR/LF from upstream text would start a new header. */
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ').trim();
 }
@@ -305,12 +305,12 @@ export function renderSubject(n: Notification): string {
   return `${marker}${title}${place ? ` (${place})` : ''}`;
 }
 
-interface Field {
+export interface Field {
   label: string;
   value: string;
 }
 
-interface EmailContent {
+export interface EmailContent {
   subject: string;
   headline: string;
   intro: string | null;
@@ -320,7 +320,8 @@ interface EmailContent {
   footer: string[];
 }
 
-function content(n: Notification): EmailContent {
+/** The facts of one notification's email, before layout (message-render.ts lays out several). */
+export function emailContent(n: Notification): EmailContent {
   const w = n.warning;
   const l = LABELS[n.lang];
   const tz = n.location.tz;
@@ -412,6 +413,6 @@ function renderHtml(c: EmailContent, lang: Lang): string {
 
 /** One email per notification: subject, a plain-text part and an HTML part (all text escaped). */
 export function renderEmail(n: Notification): { subject: string; text: string; html: string } {
-  const c = content(n);
+  const c = emailContent(n);
   return { subject: c.subject, text: renderText(c, n.lang), html: renderHtml(c, n.lang) };
 }

@@ -6,7 +6,7 @@ import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
 import { WebhookError } from '../channels/webhook.js';
 import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
-import type { MessageContent } from '../domain/message-render.js';
+import type { Message } from '../domain/message-render.js';
 import type { Notification } from '../domain/render.js';
 import type { Hold } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
@@ -87,6 +87,8 @@ interface ClaimedMessage {
   active: boolean;
   unsubscribed: boolean;
   disabled_reason: string | null;
+  quiet_from: string | null;
+  quiet_to: string | null;
 }
 
 /** A notification of a claimed message, as its rendering needs it. */
@@ -237,7 +239,7 @@ async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Outg
           RETURNING id, attempts, channel, hold, subscriber_id)
         SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id,
                s.email, s.webhook_url, s.webhook_secret, s.lang, s.active, s.disabled_reason,
-               s.unsubscribed_at IS NOT NULL AS unsubscribed
+               s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to
         FROM claimed c JOIN subscribers s ON s.id = c.subscriber_id`,
   );
   if (claimed.length === 0) return [];
@@ -303,11 +305,15 @@ export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): No
 }
 
 /** What the channels send: the message id and its notifications, rendered by the channel. */
-export function contentOf(message: Outgoing): MessageContent {
+export function contentOf(message: Outgoing): Message {
   return {
     id: message.id,
     hold: message.hold,
     notifications: message.notifications.map((n) => notificationFor(n, message.lang)),
+    // What a "while you were away" heading names.
+    ...(message.quiet_from && message.quiet_to
+      ? { quietHours: { from: message.quiet_from, to: message.quiet_to } }
+      : {}),
   };
 }
 
