@@ -101,9 +101,12 @@ export async function runCycleOnce(
       async () => {
         const [row] = await queryRows<{ n: number }>(
           ctx.db,
+          // A "cycle" message of this cycle is released by the count that closed the cycle, a
+          // moment after the cycle reads as done: it is owed now, whatever its due time says.
           sql`SELECT count(*)::int AS n FROM messages
               WHERE id IN ${carriers}
-                AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now()))`,
+                AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
+                     OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId}))`,
         );
         return (row?.n ?? 0) === 0;
       },
