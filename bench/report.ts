@@ -49,7 +49,8 @@ export interface Target {
  * storm done within `windowSeconds` of the first. In that window the machine has
  * `windowSeconds` × cores of CPU, and the bare sends of the storm's deliveries (the
  * both-channel limit, scaled to the storm's counts) take `bareSendCpuSeconds` of it; the rest
- * is all the checks, ledger, queues, rendering and signing may use.
+ * is all the checks, ledger, queues, rendering and signing may use. A delivery here is a send:
+ * one message (a POST or an email), which may carry several notifications (INTERFACE §6).
  */
 export interface RateRoom {
   windowSeconds: number;
@@ -72,8 +73,9 @@ export function rateRoom(
   const storm = scenarios.find((s) => s.name === 'storm');
   const both = limits.bothChannels;
   if (!storm || both.webhook.count + both.email.count === 0) return undefined;
-  const webhooks = storm.channels.webhook.sent;
-  const emails = storm.channels.email.sent;
+  // A send is a message: one POST or one email, however many notifications it carries.
+  const webhooks = storm.channels.webhook.messagesSent;
+  const emails = storm.channels.email.messagesSent;
   const deliveries = webhooks + emails;
   if (deliveries === 0) return undefined;
   const windowSeconds = Math.max(
@@ -204,8 +206,14 @@ function scenarioRows(report: BenchReport): Row[] {
         (r) => `${r.events.new} / ${r.events.update} / ${r.events.cancel} / ${r.events.expired}`,
       ),
     },
-    { label: 'webhook deliveries sent', cells: each((r) => n0(r.channels.webhook.sent)) },
-    { label: 'email deliveries sent', cells: each((r) => n0(r.channels.email.sent)) },
+    {
+      label: 'webhook notifications / messages sent',
+      cells: each((r) => `${n0(r.channels.webhook.sent)} / ${n0(r.channels.webhook.messagesSent)}`),
+    },
+    {
+      label: 'email notifications / messages sent',
+      cells: each((r) => `${n0(r.channels.email.sent)} / ${n0(r.channels.email.messagesSent)}`),
+    },
     {
       label: 'webhooks/s (of raw undici)',
       cells: each((r) => rate(r, 'webhook', limits.undiciPosts.perSecond)),
@@ -215,7 +223,7 @@ function scenarioRows(report: BenchReport): Row[] {
       cells: each((r) => rate(r, 'email', limits.nodemailerSends.perSecond)),
     },
     {
-      // Compared with no-op jobs: what one job per delivery could reach at best.
+      // Compared with no-op jobs: what one job per message could reach at best.
       label: 'deliveries/s, both channels (of raw BullMQ no-op jobs)',
       cells: each((r) =>
         r.deliveriesPerSecond

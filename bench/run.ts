@@ -235,7 +235,8 @@ async function main(): Promise<number> {
       const result = await runScenario(scenarioEnv, name, states[name]);
       say(
         `${name}: ${result.wallSeconds.toFixed(2)} s, ` +
-          `${result.channels.webhook.sent + result.channels.email.sent} deliveries, ` +
+          `${result.channels.webhook.sent + result.channels.email.sent} notifications in ` +
+          `${result.channels.webhook.messagesSent + result.channels.email.messagesSent} messages, ` +
           `${result.correctness.ok ? 'correct' : `PROBLEMS: ${result.correctness.problems.join('; ')}`}`,
       );
       scenarios.push(result);

@@ -11,6 +11,9 @@ import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.
 /**
  * `qwn deliveries` and `qwn redeliver` as child processes against a ledger the real pipeline
  * wrote: a webhook delivered, an email delivered, and a webhook whose endpoint answered 410.
+ * The webhooks do not group, so each notification is a message under its own id; the email
+ * subscriber groups by cycle (the default), so its notification travels in a message of
+ * another id, the email's Message-ID (INTERFACE §6).
  */
 
 const BEIJING = '101010100';
@@ -28,15 +31,19 @@ describe('qwn deliveries and qwn redeliver', () => {
   let hookId: string;
   let mailId: string;
   let goneId: string;
+  /** The message that carries the email notification `mailId`. */
+  let mailMessageId: string;
 
   function qwn(...args: string[]) {
     return h.qwn(args, {}, 60_000);
   }
 
+  /** The state of the message that carries notification `id`. */
   async function ledger(id: string): Promise<Ledger> {
     const [row] = await queryRows<Ledger>(
       h.database.db,
-      sql`SELECT id, status, attempts FROM deliveries WHERE id = ${id}`,
+      sql`SELECT d.id, m.status, m.attempts
+          FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE d.id = ${id}`,
     );
     return row!;
   }
@@ -47,6 +54,14 @@ describe('qwn deliveries and qwn redeliver', () => {
       sql`SELECT id FROM deliveries WHERE subscriber_id = ${subscriberId}`,
     );
     return row!.id;
+  }
+
+  async function messageOf(notificationId: string): Promise<string> {
+    const [row] = await queryRows<{ message_id: string }>(
+      h.database.db,
+      sql`SELECT message_id FROM deliveries WHERE id = ${notificationId}`,
+    );
+    return row!.message_id;
   }
 
   beforeAll(async () => {
@@ -66,25 +81,42 @@ describe('qwn deliveries and qwn redeliver', () => {
     ]);
     await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 });
     [hookId, mailId, goneId] = await Promise.all([idOf(hook), idOf(mail), idOf(gone)]);
-    // Spread the rows over time so that --since has something to choose between.
+    mailMessageId = await messageOf(mailId);
+    // Spread the rows over time so that --since has something to choose between: the listing
+    // goes by the notifications' time, redeliver --since by the messages'.
     await h.database.db.execute(sql`
       UPDATE deliveries SET created_at = now() - CASE id
         WHEN ${hookId}::uuid THEN interval '3 hours'
         WHEN ${mailId}::uuid THEN interval '1 hour'
+        ELSE interval '0' END`);
+    await h.database.db.execute(sql`
+      UPDATE messages SET created_at = now() - CASE id
+        WHEN ${hookId}::uuid THEN interval '3 hours'
+        WHEN ${mailMessageId}::uuid THEN interval '1 hour'
         ELSE interval '0' END`);
   });
   afterAll(async () => {
     await h?.close();
   });
 
-  it('lists the ledger newest first', async () => {
+  it('lists the ledger newest first, each notification with its message', async () => {
+    // A webhook's notification is a message of its own, under the same id; an email's is
+    // carried by its cycle's message.
+    expect(await messageOf(hookId)).toBe(hookId);
+    expect(await messageOf(goneId)).toBe(goneId);
+    expect(mailMessageId).not.toBe(mailId);
+
     const { code, stdout } = await qwn('deliveries');
     expect(code).toBe(0);
     const lines = stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(
-      /^id +created +status +attempts +channel +subscriber +place +event +warning +next attempt +last error$/,
+      /^id +message +created +status +attempts +channel +subscriber +place +event +warning +next attempt +last error$/,
     );
-    expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([goneId, mailId, hookId]);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2))).toEqual([
+      [goneId, goneId],
+      [mailId, mailMessageId],
+      [hookId, hookId],
+    ]);
     expect(lines[1]).toContain('dead');
     expect(lines[1]).toContain(`${h.hooks.url('/gone')} (off)`);
     expect(lines[1]).toContain('webhook endpoint answered 410 Gone');
@@ -102,6 +134,8 @@ describe('qwn deliveries and qwn redeliver', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
       id: mailId,
+      messageId: mailMessageId,
+      hold: 'cycle',
       status: 'sent',
       attempts: 1,
       channel: 'email',
@@ -135,7 +169,7 @@ describe('qwn deliveries and qwn redeliver', () => {
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toEqual([
-      'qwn deliveries: unknown status "lost"; expected one of pending, sent, retrying, dead',
+      'qwn deliveries: unknown status "lost"; expected one of held, pending, sent, retrying, dead',
     ]);
   });
 
@@ -184,7 +218,7 @@ describe('qwn deliveries and qwn redeliver', () => {
       expect(code).toBe(0);
       expect(stdout).toContain(`skipped ${goneId}: subscriber is disabled`);
       expect(stdout).toContain('1 delivery set back to pending and enqueued');
-      // Only the email row is recent enough; the webhook row (3 hours old) stays as it was.
+      // Only the email's message is recent enough; the webhook's (3 hours old) stays as it was.
       expect(await ledger(mailId)).toMatchObject({ status: 'pending', attempts: 0 });
       expect(await ledger(hookId)).toMatchObject({ status: 'sent', attempts: 1 });
     }
@@ -206,8 +240,20 @@ describe('qwn deliveries and qwn redeliver', () => {
     expect(await ledger(mailId)).toMatchObject({ status: 'sent', attempts: 1 });
     const resent = h.smtp.messages.slice(mailsBefore);
     expect(resent).toHaveLength(1);
-    expect(resent[0]!.parsed.messageId).toBe(`<${mailId}@qwn>`);
+    expect(resent[0]!.parsed.messageId).toBe(`<${mailMessageId}@qwn>`);
     expect(h.hooks.requests.length).toBe(hooksBefore);
+  });
+
+  it('redelivers the message a notification id names, under the message id', async () => {
+    const mailsBefore = h.smtp.messages.length;
+    const { code, stdout } = await qwn('redeliver', mailId);
+    expect(code).toBe(0);
+    expect(stdout).toContain('redelivered 1: 1 sent, 0 retrying, 0 dead');
+    expect(stdout).toContain(mailId);
+    const resent = h.smtp.messages.slice(mailsBefore);
+    expect(resent).toHaveLength(1);
+    expect(resent[0]!.parsed.messageId).toBe(`<${mailMessageId}@qwn>`);
+    expect(await ledger(mailId)).toMatchObject({ status: 'sent', attempts: 1 });
   });
 
   it('needs either ids or --since', async () => {

@@ -4,9 +4,11 @@ import { UsageError } from '../../src/cli/command.js';
 import { formatDeliveries, parseSince, shortTime } from '../../src/cli/deliveries.js';
 
 describe('ledger listing helpers', () => {
-  it('knows the four statuses and nothing else', () => {
-    expect(['pending', 'sent', 'retrying', 'dead'].every(isDeliveryStatus)).toBe(true);
+  it('knows the five statuses and nothing else', () => {
+    expect(['held', 'pending', 'sent', 'retrying', 'dead'].every(isDeliveryStatus)).toBe(true);
     expect(isDeliveryStatus('failed')).toBe(false);
+    // 'open' is how a held message is stored, not a status an admin reads or asks for.
+    expect(isDeliveryStatus('open')).toBe(false);
     expect(isDeliveryStatus('SENT')).toBe(false);
   });
 
@@ -41,7 +43,7 @@ describe('ledger listing helpers', () => {
     expect(shortTime(null)).toBe('');
   });
 
-  it('shows an open row with its next attempt and a closed one without', () => {
+  it('shows an open row with its next attempt and a closed one without, each with its message', () => {
     const base = {
       createdAt: new Date('2026-07-01T08:00:00Z'),
       channel: 'webhook' as const,
@@ -58,6 +60,8 @@ describe('ledger listing helpers', () => {
       {
         ...base,
         id: 'a',
+        messageId: 'ma',
+        hold: null,
         status: 'retrying',
         attempts: 2,
         nextAttemptAt: new Date('2026-07-01T08:06:00Z'),
@@ -66,19 +70,36 @@ describe('ledger listing helpers', () => {
       {
         ...base,
         id: 'b',
+        messageId: 'mb',
+        hold: 'cycle',
         status: 'dead',
         attempts: 1,
         nextAttemptAt: null,
         lastError: 'x'.repeat(100),
         subscriberActive: false,
       },
+      {
+        ...base,
+        id: 'c',
+        messageId: 'mc',
+        hold: 'quiet',
+        status: 'held',
+        attempts: 0,
+        nextAttemptAt: new Date('2026-07-01T23:00:00Z'),
+        lastError: null,
+      },
     ]);
-    const [header, open, closed] = table.split('\n');
-    expect(header).toMatch(/^id +created +status +attempts/);
+    const [header, open, closed, held] = table.split('\n');
+    expect(header).toMatch(/^id +message +created +status +attempts/);
     expect(open).toMatch(
-      /^a +2026-07-01T08:00:00Z +retrying +2 +webhook .* 杭州 +new +w1 +2026-07-01T08:06:00Z +webhook endpoint answered 500$/,
+      /^a +ma +2026-07-01T08:00:00Z +retrying +2 +webhook .* 杭州 +new +w1 +2026-07-01T08:06:00Z +webhook endpoint answered 500$/,
     );
+    expect(closed).toMatch(/^b +mb +2026-07-01T08:00:00Z +dead +1 /);
     expect(closed).toContain('https://hooks.example.com/q (off)');
     expect(closed).toMatch(/ x{59}…$/);
+    // A held message says why it waits, and when it is due.
+    expect(held).toMatch(
+      /^c +mc +2026-07-01T08:00:00Z +held \(quiet\) +0 +webhook .* 2026-07-01T23:00:00Z *$/,
+    );
   });
 });

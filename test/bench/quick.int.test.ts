@@ -48,6 +48,12 @@ describe('npm run bench -- --quick', () => {
       const rows = s.channels.webhook.deliveries + s.channels.email.deliveries;
       expect(sent).toBe(s.correctness.expectedDeliveries);
       expect(rows).toBe(sent);
+      // Every message sent; a webhook message per notification (webhooks do not group).
+      for (const channel of ['webhook', 'email'] as const) {
+        expect(s.channels[channel].messagesSent).toBe(s.channels[channel].messages);
+        expect(s.channels[channel].messages).toBeLessThanOrEqual(s.channels[channel].deliveries);
+      }
+      expect(s.channels.webhook.messages).toBe(s.channels.webhook.deliveries);
     }
     const [storm, escalation] = report.scenarios;
     expect(storm!.channels.webhook.sent).toBeGreaterThan(0);
@@ -117,12 +123,13 @@ describe('npm run bench -- --quick', () => {
   it('works out what the storm rate targets leave beyond the sends', () => {
     const room = report.rateRoom!;
     const storm = report.scenarios[0]!;
-    const deliveries = storm.channels.webhook.sent + storm.channels.email.sent;
+    // A send is a message: one POST or one email.
+    const deliveries = storm.channels.webhook.messagesSent + storm.channels.email.messagesSent;
     // Every storm send within the time both targets allow, on every core of the machine.
     expect(room.windowSeconds).toBeCloseTo(
       Math.max(
-        storm.channels.webhook.sent / (0.4 * report.limits.undiciPosts.perSecond),
-        storm.channels.email.sent / (0.5 * report.limits.nodemailerSends.perSecond),
+        storm.channels.webhook.messagesSent / (0.4 * report.limits.undiciPosts.perSecond),
+        storm.channels.email.messagesSent / (0.5 * report.limits.nodemailerSends.perSecond),
       ),
       6,
     );

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EmailError, createMailer, messageIdFor, type Mailer } from '../../src/channels/email.js';
 import { createLogger, scrub } from '../../src/logger.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from '../support/smtp-sink.js';
-import { sampleNotification, sampleWarning } from './fixtures.js';
+import { messageOf, sampleMessage, sampleNotification, sampleWarning } from './fixtures.js';
 
 const logger = createLogger('silent');
 const FROM = 'QWN Alerts <alerts@example.com>';
@@ -55,7 +55,7 @@ afterAll(async () => {
 describe('email channel', () => {
   it('sends one message with text and HTML parts and a stable Message-ID', async () => {
     const n = sampleNotification();
-    const result = await mailer().send('duty@example.com', n);
+    const result = await mailer().send('duty@example.com', messageOf(n));
     expect(result.messageId).toBe(`<${n.deliveryId}@qwn>`);
     expect(result.response).toMatch(/^250 /);
 
@@ -86,8 +86,8 @@ describe('email channel', () => {
   it('keeps the Message-ID when the same notification is sent again', async () => {
     const n = sampleNotification();
     const m = mailer();
-    await m.send('duty@example.com', n);
-    await m.send('duty@example.com', n);
+    await m.send('duty@example.com', messageOf(n));
+    await m.send('duty@example.com', messageOf(n));
     const mails = await sink.waitForMessages(2);
     expect(mails.map((x) => x.parsed.messageId)).toEqual([
       messageIdFor(n.deliveryId),
@@ -102,7 +102,7 @@ describe('email channel', () => {
       location: { id: '101010100', name: 'Beijing', tz: 'Asia/Shanghai' },
       warning: sampleWarning({ title: 'Rainstorm warning', endTime: '2026-07-01T23:30:00Z' }),
     });
-    await mailer().send('ops@example.com', n);
+    await mailer().send('ops@example.com', messageOf(n));
     const [mail] = await sink.waitForMessages(1);
     expect(mail!.parsed.subject).toBe('Cancelled: Rainstorm warning (Beijing)');
     expect(mail!.parsed.text).toContain('Ends: 2026-07-02 07:30 (GMT+8)');
@@ -111,14 +111,8 @@ describe('email channel', () => {
 
   it('marks updates and ended warnings in the subject', async () => {
     const m = mailer();
-    await m.send(
-      'duty@example.com',
-      sampleNotification({ eventType: 'update', deliveryId: 'u-1' }),
-    );
-    await m.send(
-      'duty@example.com',
-      sampleNotification({ eventType: 'expired', deliveryId: 'e-1' }),
-    );
+    await m.send('duty@example.com', sampleMessage({ eventType: 'update', deliveryId: 'u-1' }));
+    await m.send('duty@example.com', sampleMessage({ eventType: 'expired', deliveryId: 'e-1' }));
     const mails = await sink.waitForMessages(2);
     const subjects = mails.map((x) => x.parsed.subject).sort();
     expect(subjects[0]).toMatch(/^【已结束】/);
@@ -129,7 +123,7 @@ describe('email channel', () => {
     const n = sampleNotification({
       warning: sampleWarning({ text: '<script>alert("x")</script>' }),
     });
-    await mailer().send('duty@example.com', n);
+    await mailer().send('duty@example.com', messageOf(n));
     const [mail] = await sink.waitForMessages(1);
     expect(mail!.parsed.html).not.toContain('<script>');
     expect(mail!.parsed.html).toContain('&lt;script&gt;');
@@ -138,7 +132,7 @@ describe('email channel', () => {
 
   it('carries the one-click unsubscribe headers of RFC 8058 when given a URL', async () => {
     const url = 'https://alerts.example.com/unsubscribe/AAAAAAAAAAAAAAAAAAAAAA.token';
-    await mailer().send('duty@example.com', sampleNotification(), { unsubscribeUrl: url });
+    await mailer().send('duty@example.com', sampleMessage(), { unsubscribeUrl: url });
     const [mail] = await sink.waitForMessages(1);
     expect(header(mail!, 'List-Unsubscribe')).toBe(`<${url}>`);
     expect(header(mail!, 'List-Unsubscribe-Post')).toBe('List-Unsubscribe=One-Click');
@@ -146,7 +140,7 @@ describe('email channel', () => {
 
   it('refuses an unsubscribe URL that would break the header, without sending', async () => {
     const err = await failure(
-      mailer().send('duty@example.com', sampleNotification(), {
+      mailer().send('duty@example.com', sampleMessage(), {
         unsubscribeUrl: 'https://a.example/x>, <mailto:x@evil.example>',
       }),
     );
@@ -158,12 +152,12 @@ describe('email channel', () => {
     sink.failNext(1, { code: 451, message: '4.3.0 Mailbox busy, try later' });
     const n = sampleNotification();
     const m = mailer();
-    const err = await failure(m.send('duty@example.com', n));
+    const err = await failure(m.send('duty@example.com', messageOf(n)));
     expect(err).toMatchObject({ retryable: true, responseCode: 451 });
     expect(err.response).toContain('Mailbox busy');
     expect(sink.messages).toHaveLength(0);
 
-    await m.send('duty@example.com', n);
+    await m.send('duty@example.com', messageOf(n));
     await sink.waitForMessages(1);
     expect(sink.messages).toHaveLength(1);
     expect(sink.rejected).toHaveLength(1);
@@ -171,7 +165,7 @@ describe('email channel', () => {
 
   it('turns a 550 into a permanent error that keeps the server reply', async () => {
     sink.rejectRecipient('nobody@example.com', { code: 550, message: '5.1.1 No such user here' });
-    const err = await failure(mailer().send('nobody@example.com', sampleNotification()));
+    const err = await failure(mailer().send('nobody@example.com', sampleMessage()));
     expect(err).toMatchObject({ retryable: false, responseCode: 550 });
     expect(err.response).toContain('5.1.1 No such user here');
     expect(err.message).toContain('5.1.1 No such user here');
@@ -180,17 +174,17 @@ describe('email channel', () => {
 
   it('fails clearly and permanently without SMTP_URL or MAIL_FROM', async () => {
     const noUrl = await failure(
-      mailer({ smtpUrl: undefined }).send('a@example.com', sampleNotification()),
+      mailer({ smtpUrl: undefined }).send('a@example.com', sampleMessage()),
     );
     expect(noUrl.retryable).toBe(false);
     expect(noUrl.message).toContain('SMTP_URL is not set');
     const noFrom = await failure(
-      mailer({ from: undefined }).send('a@example.com', sampleNotification()),
+      mailer({ from: undefined }).send('a@example.com', sampleMessage()),
     );
     expect(noFrom.retryable).toBe(false);
     expect(noFrom.message).toContain('MAIL_FROM is not set');
     const noAddress = await failure(
-      mailer({ from: 'QWN Alerts' }).send('a@example.com', sampleNotification()),
+      mailer({ from: 'QWN Alerts' }).send('a@example.com', sampleMessage()),
     );
     expect(noAddress.retryable).toBe(false);
     expect(noAddress.message).toContain('MAIL_FROM has no email address');
@@ -198,10 +192,7 @@ describe('email channel', () => {
   });
 
   it('writes a non-ASCII sender name so that readers decode it', async () => {
-    await mailer({ from: '和风预警 <alerts@example.com>' }).send(
-      'a@example.com',
-      sampleNotification(),
-    );
+    await mailer({ from: '和风预警 <alerts@example.com>' }).send('a@example.com', sampleMessage());
     expect(sink.messages[0]!.parsed.from?.value[0]).toMatchObject({
       name: '和风预警',
       address: 'alerts@example.com',
@@ -218,7 +209,7 @@ describe('email channel', () => {
     const err = await failure(
       mailer({ smtpUrl: `smtp://127.0.0.1:${address.port}` }).send(
         'a@example.com',
-        sampleNotification(),
+        sampleMessage(),
       ),
     );
     expect(err.retryable).toBe(true);
@@ -229,7 +220,7 @@ describe('email channel', () => {
     const password = 'pa55-w0rd-for-smtp';
     await mailer({ smtpUrl: `smtp://user:${password}@127.0.0.1:${sink.port}` }).send(
       'duty@example.com',
-      sampleNotification(),
+      sampleMessage(),
     );
     await sink.waitForMessages(1);
     expect(scrub(`login failed with ${password}`)).not.toContain(password);
@@ -242,7 +233,7 @@ describe('smtp sink', () => {
     const saving = await startSmtpSink({ saveDir: dir });
     const m = createMailer({ smtpUrl: saving.url, from: FROM, logger });
     try {
-      await m.send('duty@example.com', sampleNotification());
+      await m.send('duty@example.com', sampleMessage());
       const [mail] = await saving.waitForMessages(1);
       expect(mail!.file).toBeDefined();
       const eml = await readFile(mail!.file!);

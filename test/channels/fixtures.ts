@@ -1,3 +1,4 @@
+import type { Message } from '../../src/domain/message-render.js';
 import type { Notification } from '../../src/domain/render.js';
 import type { Warning } from '../../src/domain/warning.js';
 
@@ -37,6 +38,19 @@ export function sampleNotification(overrides: Partial<Notification> = {}): Notif
     lang: 'zh',
     ...overrides,
   };
+}
+
+/**
+ * The message of one notification that does not group: its id is the notification's own
+ * (INTERFACE §6), and it looks exactly like the notification alone (§4, §5).
+ */
+export function messageOf(n: Notification): Message {
+  return { id: n.deliveryId, hold: null, notifications: [n] };
+}
+
+/** `messageOf(sampleNotification(overrides))`. */
+export function sampleMessage(overrides: Partial<Notification> = {}): Message {
+  return messageOf(sampleNotification(overrides));
 }
 
 /** A Standard Webhooks secret: whsec_ + base64 of 32 bytes. */

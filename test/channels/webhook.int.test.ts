@@ -11,7 +11,7 @@ import { webhookPayload } from '../../src/domain/render.js';
 import { createLogger } from '../../src/logger.js';
 import { closedPort } from '../support/net.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
-import { WEBHOOK_SECRET, sampleNotification } from './fixtures.js';
+import { WEBHOOK_SECRET, messageOf, sampleMessage, sampleNotification } from './fixtures.js';
 
 const logger = createLogger('silent');
 let receiver: WebhookReceiver;
@@ -58,7 +58,7 @@ const target = (path = '/hook') => ({ url: receiver.url(path), secret: WEBHOOK_S
 describe('webhook sender', () => {
   it('posts the INTERFACE §4 body, signed so that standardwebhooks verifies it', async () => {
     const n = sampleNotification();
-    const result = await sender().send(target(), n);
+    const result = await sender().send(target(), messageOf(n));
     expect(result).toEqual({ status: 200, webhookId: n.deliveryId });
 
     const [request] = receiver.requests;
@@ -81,15 +81,15 @@ describe('webhook sender', () => {
 
   it('fails verification with another secret (the receiver really checks)', async () => {
     receiver.setSecret('/other-secret', `whsec_${Buffer.alloc(32, 9).toString('base64')}`);
-    await sender().send(target('/other-secret'), sampleNotification());
+    await sender().send(target('/other-secret'), sampleMessage());
     expect(receiver.requestsTo('/other-secret')[0]?.verified).toBe(false);
   });
 
   it('sends the same webhook-id on every send of one notification', async () => {
     const n = sampleNotification();
     const s = sender();
-    await s.send(target(), n);
-    await s.send(target(), n);
+    await s.send(target(), messageOf(n));
+    await s.send(target(), messageOf(n));
     const ids = receiver.requests.map((r) => r.headers['webhook-id']);
     expect(ids).toEqual([n.deliveryId, n.deliveryId]);
     expect(receiver.requests.every((r) => r.verified)).toBe(true);
@@ -100,10 +100,13 @@ describe('webhook sender', () => {
     const n = sampleNotification();
     const s = sender();
     for (let i = 0; i < 2; i += 1) {
-      const err = await failure(s.send(target('/flaky'), n));
+      const err = await failure(s.send(target('/flaky'), messageOf(n)));
       expect(err).toMatchObject({ kind: 'http-status', status: 500, retryable: true, gone: false });
     }
-    expect(await s.send(target('/flaky'), n)).toEqual({ status: 200, webhookId: n.deliveryId });
+    expect(await s.send(target('/flaky'), messageOf(n))).toEqual({
+      status: 200,
+      webhookId: n.deliveryId,
+    });
     const requests = receiver.requestsTo('/flaky');
     expect(requests).toHaveLength(3);
     expect(new Set(requests.map((r) => r.headers['webhook-id']))).toEqual(new Set([n.deliveryId]));
@@ -111,19 +114,19 @@ describe('webhook sender', () => {
 
   it('reports 410 as gone and not retryable', async () => {
     receiver.script('/gone', [{ status: 410 }]);
-    const err = await failure(sender().send(target('/gone'), sampleNotification()));
+    const err = await failure(sender().send(target('/gone'), sampleMessage()));
     expect(err).toMatchObject({ kind: 'gone', gone: true, retryable: false, status: 410 });
   });
 
   it('treats other 4xx answers as retryable', async () => {
     receiver.script('/missing', [{ status: 404 }]);
-    const err = await failure(sender().send(target('/missing'), sampleNotification()));
+    const err = await failure(sender().send(target('/missing'), sampleMessage()));
     expect(err).toMatchObject({ kind: 'http-status', status: 404, retryable: true, gone: false });
   });
 
   it('does not follow a redirect: a 302 is a retryable failure and only one request arrives', async () => {
     receiver.script('/moved', [{ status: 302, redirectTo: receiver.url('/elsewhere') }]);
-    const err = await failure(sender().send(target('/moved'), sampleNotification()));
+    const err = await failure(sender().send(target('/moved'), sampleMessage()));
     expect(err).toMatchObject({ kind: 'redirect', status: 302, retryable: true });
     expect(receiver.requests).toHaveLength(1);
     expect(receiver.requestsTo('/elsewhere')).toHaveLength(0);
@@ -135,9 +138,9 @@ describe('webhook sender', () => {
       { status: 503, retryAfter: new Date(Date.now() + 600_000).toUTCString() },
     ]);
     const s = sender();
-    const first = await failure(s.send(target('/busy'), sampleNotification()));
+    const first = await failure(s.send(target('/busy'), sampleMessage()));
     expect(first).toMatchObject({ status: 429, retryable: true, retryAfterMs: 120_000 });
-    const second = await failure(s.send(target('/busy'), sampleNotification()));
+    const second = await failure(s.send(target('/busy'), sampleMessage()));
     expect(second.status).toBe(503);
     expect(second.retryAfterMs).toBeGreaterThan(590_000);
     expect(second.retryAfterMs).toBeLessThanOrEqual(600_000);
@@ -145,7 +148,7 @@ describe('webhook sender', () => {
 
   it('drains a large answer and still reports success', async () => {
     receiver.script('/chatty', [{ status: 202, body: 'x'.repeat(512 * 1024) }]);
-    expect(await sender().send(target('/chatty'), sampleNotification())).toMatchObject({
+    expect(await sender().send(target('/chatty'), sampleMessage())).toMatchObject({
       status: 202,
     });
   });
@@ -153,9 +156,7 @@ describe('webhook sender', () => {
   it('gives up on a slow receiver after the timeout, retryably', async () => {
     receiver.script('/slow', [{ status: 200, delayMs: 3_000 }]);
     const started = Date.now();
-    const err = await failure(
-      sender({ timeoutMs: 300 }).send(target('/slow'), sampleNotification()),
-    );
+    const err = await failure(sender({ timeoutMs: 300 }).send(target('/slow'), sampleMessage()));
     expect(err).toMatchObject({ kind: 'timeout', retryable: true });
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -163,10 +164,7 @@ describe('webhook sender', () => {
   it('treats a refused connection as retryable', async () => {
     const port = await closedPort();
     const err = await failure(
-      sender().send(
-        { url: `http://127.0.0.1:${port}/`, secret: WEBHOOK_SECRET },
-        sampleNotification(),
-      ),
+      sender().send({ url: `http://127.0.0.1:${port}/`, secret: WEBHOOK_SECRET }, sampleMessage()),
     );
     expect(err).toMatchObject({ kind: 'connection', retryable: true });
     expect(err.message).toContain('ECONNREFUSED');
@@ -175,12 +173,12 @@ describe('webhook sender', () => {
   it('refuses a bad secret or URL permanently, without quoting the secret', async () => {
     const badSecret = 'whsec_not*base64*at*all';
     const bad = await failure(
-      sender().send({ url: receiver.url('/hook'), secret: badSecret }, sampleNotification()),
+      sender().send({ url: receiver.url('/hook'), secret: badSecret }, sampleMessage()),
     );
     expect(bad).toMatchObject({ kind: 'invalid-target', retryable: false });
     expect(bad.message).not.toContain('not*base64');
     const ftp = await failure(
-      sender().send({ url: 'ftp://example.com/x', secret: WEBHOOK_SECRET }, sampleNotification()),
+      sender().send({ url: 'ftp://example.com/x', secret: WEBHOOK_SECRET }, sampleMessage()),
     );
     expect(ftp).toMatchObject({ kind: 'invalid-target', retryable: false });
     expect(receiver.requests).toHaveLength(0);
@@ -189,14 +187,12 @@ describe('webhook sender', () => {
 
 describe('webhook address guard', () => {
   it('refuses a loopback target without WEBHOOK_ALLOW_PRIVATE and accepts it with', async () => {
-    const refused = await failure(
-      sender({ allowPrivate: false }).send(target(), sampleNotification()),
-    );
+    const refused = await failure(sender({ allowPrivate: false }).send(target(), sampleMessage()));
     expect(refused).toMatchObject({ kind: 'refused-address', retryable: false });
     expect(refused.message).toMatch(/127\.0\.0\.1.*loopback/);
     expect(receiver.requests).toHaveLength(0);
 
-    await sender({ allowPrivate: true }).send(target(), sampleNotification());
+    await sender({ allowPrivate: true }).send(target(), sampleMessage());
     expect(receiver.requests).toHaveLength(1);
   });
 
@@ -204,7 +200,7 @@ describe('webhook address guard', () => {
     const err = await failure(
       sender({ allowPrivate: false }).send(
         { url: `http://localhost:${receiver.port}/hook`, secret: WEBHOOK_SECRET },
-        sampleNotification(),
+        sampleMessage(),
       ),
     );
     expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
@@ -220,7 +216,7 @@ describe('webhook address guard', () => {
     const err = await failure(
       sender({ allowPrivate: false, lookup: rebinding }).send(
         { url, secret: WEBHOOK_SECRET },
-        sampleNotification(),
+        sampleMessage(),
       ),
     );
     expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
@@ -230,7 +226,7 @@ describe('webhook address guard', () => {
     // The same lookup with private targets allowed really connects to the receiver.
     await sender({ allowPrivate: true, lookup: rebinding }).send(
       { url, secret: WEBHOOK_SECRET },
-      sampleNotification(),
+      sampleMessage(),
     );
     expect(receiver.requests).toHaveLength(1);
   });
@@ -240,7 +236,7 @@ describe('webhook address guard', () => {
       const err = await failure(
         sender({ allowPrivate: false }).send(
           { url: `http://${host}:${receiver.port}/hook`, secret: WEBHOOK_SECRET },
-          sampleNotification(),
+          sampleMessage(),
         ),
       );
       expect(err).toMatchObject({ kind: 'refused-address', retryable: false });
@@ -252,7 +248,7 @@ describe('webhook address guard', () => {
     const err = await failure(
       sender({ allowPrivate: true }).send(
         { url: 'http://169.254.169.254/latest/meta-data/', secret: WEBHOOK_SECRET },
-        sampleNotification(),
+        sampleMessage(),
       ),
     );
     expect(err).toMatchObject({ kind: 'refused-address', retryable: false });

@@ -39,6 +39,7 @@ describe('qwn migrate', () => {
         expect.arrayContaining([
           'deliveries',
           'events',
+          'messages',
           'places',
           'poll_cycles',
           'subscribers',

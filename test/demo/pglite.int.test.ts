@@ -91,7 +91,8 @@ describe('the pipeline on PGlite', () => {
       listed: 2,
       checked: 2,
       events: { new: 2, update: 0, cancel: 0, expired: 0 },
-      deliveries: { sent: 1, failed: 1, pending: 0 },
+      deliveries: { sent: 1, failed: 1, pending: 0, held: 0 },
+      messages: { sent: 1, failed: 1, pending: 0, held: 0, released: 0 },
     });
     const places = await queryRows<{ id: string }>(
       database.db,
@@ -100,7 +101,7 @@ describe('the pipeline on PGlite', () => {
     expect(places.map((p) => p.id)).toEqual([BEIJING, HANGZHOU]);
     const [retrying] = await queryRows<{ status: string; later: boolean }>(
       database.db,
-      sql`SELECT status, next_attempt_at > now() AS later FROM deliveries WHERE channel = 'webhook'`,
+      sql`SELECT status, next_attempt_at > now() AS later FROM messages WHERE channel = 'webhook'`,
     );
     expect(retrying).toEqual({ status: 'retrying', later: true });
   }, 60_000);

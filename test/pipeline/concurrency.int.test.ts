@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
 import { runPoll } from '../../src/pipeline/poll.js';
@@ -18,7 +20,12 @@ const PLACES = [
   ['101280601', '深圳'],
 ] as const;
 
-/** One notification per (subscriber, warning id, event type), however many processes run. */
+/**
+ * One notification per (subscriber, warning id, event type), and each message sent once,
+ * however many processes run. The email subscriber groups by cycle (the email default,
+ * INTERFACE §6): its notifications of a cycle travel in one message; the webhooks' each in a
+ * message of its own under the notification's id.
+ */
 describe('concurrency and lost jobs', () => {
   let h: PipelineHarness;
   const children: ChildProcess[] = [];
@@ -46,6 +53,26 @@ describe('concurrency and lost jobs', () => {
 
   // 4 places × 2 warnings × (email + /a) + 2 places × 2 warnings × /b
   const OWED = 4 * 2 * 2 + 2 * 2;
+  const WEBHOOKS = 4 * 2 + 2 * 2;
+
+  /**
+   * Every notification is in a sent message, and every message went out exactly once: one
+   * POST per webhook message under its id, one email per email message under its id.
+   */
+  async function expectEachMessageSentOnce() {
+    const rows = await h.deliveries();
+    expect(rows).toHaveLength(OWED);
+    expect(rows.every((r) => r.status === 'sent')).toBe(true);
+    const messagesOf = (channel: string) =>
+      [...new Set(rows.filter((r) => r.channel === channel).map((r) => r.message_id))].sort();
+    expect(h.hooks.requests.map((r) => r.headers['webhook-id']).sort()).toEqual(
+      messagesOf('webhook'),
+    );
+    expect(h.smtp.messages.map((m) => m.messageId).sort()).toEqual(
+      messagesOf('email').map((id) => `${id}@qwn`),
+    );
+    return { emails: messagesOf('email').length };
+  }
 
   it('two poll --once at the same moment create each delivery once', async () => {
     const [one, two] = await Promise.all([h.pollOnce(), h.pollOnce()]);
@@ -60,8 +87,11 @@ describe('concurrency and lost jobs', () => {
     expect(rows.every((r) => r.status === 'sent')).toBe(true);
     const hooks = h.hooks.requests;
     expect(new Set(hooks.map((r) => r.headers['webhook-id'])).size).toBe(hooks.length);
-    expect(hooks).toHaveLength(4 * 2 + 2 * 2);
-    expect(h.smtp.messages).toHaveLength(8);
+    expect(hooks).toHaveLength(WEBHOOKS);
+    // The email's notifications went in the messages of the cycle(s) that made them: one each.
+    const { emails } = await expectEachMessageSentOnce();
+    expect(emails).toBeGreaterThanOrEqual(1);
+    expect(emails).toBeLessThanOrEqual(2);
   });
 
   it('two workers side by side poll once per period and deliver each notification once', async () => {
@@ -84,9 +114,10 @@ describe('concurrency and lost jobs', () => {
     expect(polls).toBeLessThanOrEqual(4);
     const rows = await h.deliveries();
     expect(rows).toHaveLength(OWED);
-    expect(h.hooks.requests).toHaveLength(12);
-    expect(new Set(h.hooks.requests.map((r) => r.headers['webhook-id'])).size).toBe(12);
-    expect(h.smtp.messages).toHaveLength(8);
+    expect(h.hooks.requests).toHaveLength(WEBHOOKS);
+    expect(new Set(h.hooks.requests.map((r) => r.headers['webhook-id'])).size).toBe(WEBHOOKS);
+    // Every place was checked in the first cycle: one email carries all eight notifications.
+    expect(await expectEachMessageSentOnce()).toEqual({ emails: 1 });
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(
       children.map(
@@ -123,13 +154,24 @@ describe('concurrency and lost jobs', () => {
     }
     const stranded = await h.deliveries();
     expect(stranded).toHaveLength(OWED);
-    expect(stranded.every((r) => r.status === 'pending' && r.attempts === 0)).toBe(true);
+    const strandedHooks = stranded.filter((r) => r.channel === 'webhook');
+    expect(strandedHooks).toHaveLength(WEBHOOKS);
+    expect(strandedHooks.every((r) => r.status === 'pending' && r.attempts === 0)).toBe(true);
+    // The email's cycle message still collects: the checks never counted, so the cycle is not
+    // done, and it waits out its 60 s bound.
+    const strandedMail = stranded.filter((r) => r.channel === 'email');
+    expect(strandedMail.every((r) => r.status === 'held' && r.attempts === 0)).toBe(true);
+    expect(new Set(strandedMail.map((r) => r.message_id)).size).toBe(1);
     for (const queue of [runtime.ctx.queues.deliverWebhook, runtime.ctx.queues.deliverEmail]) {
       expect(await queue.getJobCounts('waiting', 'delayed')).toEqual({ waiting: 0, delayed: 0 });
     }
 
-    const sweep = await runSweep(runtime.ctx, { graceSeconds: 0 });
-    expect(sweep.requeued).toBe(OWED);
+    expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(WEBHOOKS);
+    // The 60 s pass: the held message is due, and the sweeper finds it without a job.
+    await h.database.db.execute(
+      sql`UPDATE messages SET next_attempt_at = now() WHERE id = ${strandedMail[0]!.message_id}`,
+    );
+    expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(1);
     const workers = startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
     try {
       await waitUntil(
@@ -141,21 +183,30 @@ describe('concurrency and lost jobs', () => {
     } finally {
       await workers.close();
     }
-    expect(h.hooks.requests).toHaveLength(12);
-    expect(h.smtp.messages).toHaveLength(8);
+    expect(h.hooks.requests).toHaveLength(WEBHOOKS);
+    expect(await expectEachMessageSentOnce()).toEqual({ emails: 1 });
     // A second sweep finds nothing left to do.
     expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(0);
   });
 
-  it('the sweeper re-enqueues delivery rows after Redis lost their jobs', async () => {
+  it('the sweeper re-enqueues messages after Redis lost their jobs', async () => {
     const runtime = h.runtime();
     const poll = await runPoll(runtime.ctx, {});
     if (!poll.ok) throw new Error('list call failed');
     const workers = startWorkers(runtime.ctx, runtime.redis, ['check']);
     try {
+      // Every notification written, and the cycle done, which makes its email message due.
       await waitUntil(
-        async () => (await h.deliveries()).length === OWED,
-        'every owed delivery created',
+        async () => {
+          if ((await h.deliveries()).length !== OWED) return false;
+          const [open] = await queryRows<{ n: number }>(
+            h.database.db,
+            sql`SELECT count(*)::int AS n FROM messages
+                WHERE status = 'open' AND next_attempt_at > now()`,
+          );
+          return open!.n === 0;
+        },
+        'every owed notification created and its message due',
         30_000,
         100,
       );
@@ -165,7 +216,8 @@ describe('concurrency and lost jobs', () => {
     // Redis forgets every job of this deployment.
     await runtime.ctx.queues.deliverWebhook.obliterate({ force: true });
     await runtime.ctx.queues.deliverEmail.obliterate({ force: true });
-    expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(OWED);
+    // A webhook message per notification, and the email's one message.
+    expect((await runSweep(runtime.ctx, { graceSeconds: 0 })).requeued).toBe(WEBHOOKS + 1);
     const deliverers = startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
     try {
       await waitUntil(
@@ -177,6 +229,7 @@ describe('concurrency and lost jobs', () => {
     } finally {
       await deliverers.close();
     }
-    expect(h.hooks.requests).toHaveLength(12);
+    expect(h.hooks.requests).toHaveLength(WEBHOOKS);
+    expect(await expectEachMessageSentOnce()).toEqual({ emails: 1 });
   });
 });

@@ -16,14 +16,19 @@ import { v7Warning } from '../../src/simulator/index.js';
 import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
- * A check enqueues one deliver job per batch of rows (src/pipeline/deliver.ts): the rows of a
- * batch are claimed together, sent within the process's send slots and recorded together. These
- * tests hold the batches to what one job per row guaranteed: each notification once, under its
- * row's id, found again by the sweeper when its job is gone, never sent on a stale claim.
+ * A check enqueues one deliver job per batch of messages (src/pipeline/deliver.ts), the batches
+ * planned in the statement that writes them (src/pipeline/notification-ledger.ts): the messages
+ * of a batch are claimed together, sent within the process's send slots and recorded together.
+ * These tests hold the batches to what one job per message guaranteed: each message once, under
+ * its id, found again by the sweeper when its job is gone, never sent on a stale claim. Their
+ * subscribers do not group (email subscribers are set to `group: 'none'`): a message of one
+ * notification has that notification's id, and goes out as soon as its check commits.
  */
 
+/** A notification and the state of its message. */
 interface Row {
   id: string;
+  message_id: string;
   channel: 'email' | 'webhook';
   status: string;
   attempts: number;
@@ -56,9 +61,36 @@ describe('deliver jobs carrying many rows', () => {
   function rowsAt(place: string): Promise<Row[]> {
     return queryRows<Row>(
       h.database.db,
-      sql`SELECT id, channel, status, attempts, first_job_id, claimed_until FROM deliveries
-          WHERE place_id = ${place} ORDER BY id`,
+      sql`SELECT d.id, d.message_id, d.channel, m.status, m.attempts, m.first_job_id,
+            m.claimed_until
+          FROM deliveries d JOIN messages m ON m.id = d.message_id
+          WHERE d.place_id = ${place} ORDER BY d.id`,
     );
+  }
+
+  /**
+   * The first-attempt batches of these messages: each of one channel, none over its channel's
+   * size, as few as that allows, named after the check (`${cycle}_${place}_…`) with no ':' in
+   * the name (BullMQ's key separator).
+   */
+  function expectBatches(rows: readonly Row[], prefix: string) {
+    const batches = new Map<string, Row[]>();
+    for (const r of rows) {
+      expect(r.first_job_id).not.toBeNull();
+      expect(r.first_job_id!.startsWith(prefix)).toBe(true);
+      expect(r.first_job_id).not.toContain(':');
+      batches.set(r.first_job_id!, [...(batches.get(r.first_job_id!) ?? []), r]);
+    }
+    for (const batch of batches.values()) {
+      const channel = batch[0]!.channel;
+      expect(batch.every((r) => r.channel === channel)).toBe(true);
+      expect(batch.length).toBeLessThanOrEqual(FIRST_ATTEMPT_BATCH[channel]);
+    }
+    for (const channel of ['email', 'webhook'] as const) {
+      const count = rows.filter((r) => r.channel === channel).length;
+      const used = [...batches.values()].filter((b) => b[0]!.channel === channel).length;
+      expect(used).toBe(Math.ceil(count / FIRST_ATTEMPT_BATCH[channel]));
+    }
   }
 
   const webhookIds = (path: string) =>
@@ -66,22 +98,22 @@ describe('deliver jobs carrying many rows', () => {
       .filter((r) => r.path.startsWith(path))
       .map((r) => r.headers['webhook-id'] as string);
 
-  it("sends a place's notifications in batch jobs, each once under its row's id", async () => {
+  it("sends a place's notifications in batch jobs, each once under its own id", async () => {
     const place = '101280101';
     await stormAt(place, '广州', async () => {
       for (let i = 0; i < 120; i += 1) await h.addWebhookSubscriber(`/gz/${i}`, [place]);
-      for (let i = 0; i < 25; i += 1) await h.addEmailSubscriber(`gz${i}@example.com`, [place]);
+      for (let i = 0; i < 25; i += 1) {
+        await h.addEmailSubscriber(`gz${i}@example.com`, [place], {}, 'none');
+      }
     });
     const summary = await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 60_000 });
     expect(summary.ok).toBe(true);
 
     const rows = await rowsAt(place);
     expect(rows).toHaveLength(145);
+    expect(rows.every((r) => r.message_id === r.id)).toBe(true);
     expect(rows.every((r) => r.status === 'sent' && r.attempts === 1)).toBe(true);
-    const batches = (channel: Row['channel']) =>
-      new Set(rows.filter((r) => r.channel === channel).map((r) => r.first_job_id)).size;
-    expect(batches('webhook')).toBe(Math.ceil(120 / FIRST_ATTEMPT_BATCH.webhook));
-    expect(batches('email')).toBe(Math.ceil(25 / FIRST_ATTEMPT_BATCH.email));
+    expectBatches(rows, `${summary.cycle}_${place}_`);
 
     const hooks = webhookIds('/gz/');
     expect(hooks.sort()).toEqual(rows.filter((r) => r.channel === 'webhook').map((r) => r.id));
@@ -96,7 +128,42 @@ describe('deliver jobs carrying many rows', () => {
     );
   });
 
-  it("gives each row of a batch its own event's warning when a place has several", async () => {
+  it('plans the batches of subscribers whose messages go through the scheduler the same way', async () => {
+    // An hourly limit sends a subscriber's messages through the scheduler (notification-ledger
+    // insertScheduled); far from the limit, each goes at once, in a batch as the others do.
+    const place = '101250101';
+    await stormAt(place, '长沙', async () => {
+      for (let i = 0; i < 60; i += 1) await h.addWebhookSubscriber(`/cs/${i}`, [place]);
+      for (let i = 0; i < 12; i += 1) {
+        await h.addEmailSubscriber(`cs${i}@example.com`, [place], {}, 'none');
+      }
+      await h.database.db.execute(sql`
+        UPDATE subscribers SET max_per_hour = 100
+        WHERE name LIKE '/cs/%' OR name LIKE 'cs%@example.com'`);
+    });
+    const summary = await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 60_000 });
+    expect(summary.ok).toBe(true);
+
+    const rows = await rowsAt(place);
+    expect(rows).toHaveLength(72);
+    expect(rows.every((r) => r.status === 'sent' && r.attempts === 1)).toBe(true);
+    expectBatches(rows, `${summary.cycle}_${place}_s_`);
+    expect(webhookIds('/cs/').sort()).toEqual(
+      rows
+        .filter((r) => r.channel === 'webhook')
+        .map((r) => r.message_id)
+        .sort(),
+    );
+    const mails = h.smtp.messages.filter((m) => m.envelope.to[0]?.startsWith('cs'));
+    expect(mails.map((m) => m.messageId).sort()).toEqual(
+      rows
+        .filter((r) => r.channel === 'email')
+        .map((r) => `${r.message_id}@qwn`)
+        .sort(),
+    );
+  });
+
+  it("gives each message of a batch its own event's warning when a place has several", async () => {
     const place = '101210101';
     await h.addPlace(place, '杭州');
     for (let i = 0; i < 7; i += 1) await h.addWebhookSubscriber(`/hz/${i}`, [place]);
@@ -110,7 +177,8 @@ describe('deliver jobs carrying many rows', () => {
 
     const rows = await queryRows<{ id: string; warning_id: string; first_job_id: string }>(
       h.database.db,
-      sql`SELECT id, warning_id, first_job_id FROM deliveries WHERE place_id = ${place}`,
+      sql`SELECT m.id, d.warning_id, m.first_job_id
+          FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE d.place_id = ${place}`,
     );
     expect(rows).toHaveLength(21);
     // One job carries rows of more than one event: the claim shares each event's record out.
@@ -155,13 +223,13 @@ describe('deliver jobs carrying many rows', () => {
     expect(Math.max(...overlapping)).toBeLessThanOrEqual(3);
   });
 
-  it('leaves rows to their live batch job, and gives them jobs of their own once it is gone', async () => {
+  it('leaves messages to their live batch job, and gives them jobs of their own once it is gone', async () => {
     const place = '101280101';
     const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(0, 5);
-    const ids = rows.map((r) => r.id);
+    const ids = rows.map((r) => r.message_id);
     const batchJobId = `lost-batch_${place}_webhook0`;
     await h.database.db.execute(sql`
-      UPDATE deliveries SET status = 'pending', attempts = 0, sent_at = NULL,
+      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL,
         first_job_id = ${batchJobId}, next_attempt_at = now() - interval '1 minute'
       WHERE id = ANY(${sql.param(ids)}::uuid[])`);
     // No worker runs in this test: the job waits, as a storm's backlog would.
@@ -184,12 +252,12 @@ describe('deliver jobs carrying many rows', () => {
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
   });
 
-  it('hands a claimed row back, unsent, when its send could not start in time', async () => {
+  it('hands a claimed message back, unsent, when its send could not start in time', async () => {
     const place = '101230101';
     const [row] = await rowsAt(place);
     await h.database.db.execute(sql`
-      UPDATE deliveries SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = NULL
-      WHERE id = ${row!.id}`);
+      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = NULL
+      WHERE id = ${row!.message_id}`);
     const before = webhookIds('/fz/').length;
 
     // The clock reads the claim time, then a time past the deadline for starting the send.
@@ -199,18 +267,20 @@ describe('deliver jobs carrying many rows', () => {
       ...rt.ctx,
       now: () => new Date(start + (reads++ === 0 ? 0 : SEND_START_DEADLINE_MS + 1000)),
     };
-    const result = await runDeliver(lateCtx, { messageIds: [row!.id] });
+    const result = await runDeliver(lateCtx, { messageIds: [row!.message_id] });
     expect(result).toMatchObject({ released: 1, skipped: 0 });
     expect(result.sent).toEqual({ email: 0, webhook: 0 });
     expect(webhookIds('/fz/')).toHaveLength(before);
     const [handedBack] = (await rowsAt(place)).filter((r) => r.id === row!.id);
     expect(handedBack).toMatchObject({ status: 'pending', attempts: 0, claimed_until: null });
-    const job = await deliverQueue(rt.ctx.queues, row!.channel).getJob(deliverJobId(row!.id, 0));
-    expect(job?.data).toEqual({ messageIds: [row!.id] });
+    const job = await deliverQueue(rt.ctx.queues, row!.channel).getJob(
+      deliverJobId(row!.message_id, 0),
+    );
+    expect(job?.data).toEqual({ messageIds: [row!.message_id] });
 
     // Its own job then sends it, once, under the same id.
     await job!.remove();
-    expect(await deliverOne(rt.ctx, row!.id)).toBe('sent');
-    expect(webhookIds('/fz/').filter((id) => id === row!.id)).toHaveLength(2);
+    expect(await deliverOne(rt.ctx, row!.message_id)).toBe('sent');
+    expect(webhookIds('/fz/').filter((id) => id === row!.message_id)).toHaveLength(2);
   });
 });

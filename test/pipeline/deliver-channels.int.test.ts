@@ -43,11 +43,12 @@ describe('deliver queues per channel', () => {
   it('sends webhooks while every email job waits on a mail server that does not answer', async () => {
     const rt = h.runtime();
     // More email jobs than the process takes webhook jobs at once: with one shared queue they
-    // would fill every slot.
+    // would fill every slot. The subscribers do not group (`'none'`), so their messages go at
+    // once in first-attempt batches of FIRST_ATTEMPT_BATCH.email, as many jobs as counted here.
     const emailJobs = rt.ctx.config.deliveryConcurrency * 2;
     await h.addPlace('101010100', '北京');
     for (let i = 0; i < emailJobs * FIRST_ATTEMPT_BATCH.email; i += 1) {
-      await h.addEmailSubscriber(`duty${i}@example.com`, ['101010100']);
+      await h.addEmailSubscriber(`duty${i}@example.com`, ['101010100'], {}, 'none');
     }
     h.sim.setWarnings('101010100', [
       v7Warning({ locationId: '101010100', seq: 1, typeCode: '1003', level: '橙色' }),

@@ -10,10 +10,12 @@ import { deliverOne, startPipelineHarness, type PipelineHarness } from '../suppo
 /**
  * Webhook deliveries through the whole pipeline (simulator → check → ledger → deliver) to a
  * real HTTP receiver that verifies every signature with the standardwebhooks library. Retries
- * are driven by making the row due in SQL and running the deliver job in-process: the
- * production schedule stays as it is and no test waits for it.
+ * are driven by making the message due in SQL and running the deliver job in-process: the
+ * production schedule stays as it is and no test waits for it. Webhook subscribers do not group
+ * (INTERFACE §6): each notification is a message of its own under the notification's id.
  */
 
+/** A message's state. */
 interface LedgerRow {
   id: string;
   status: string;
@@ -36,7 +38,7 @@ describe('webhook deliveries', () => {
     await h?.close();
   });
 
-  /** A new warning at `place` for one webhook subscriber at `path`; returns its ledger row. */
+  /** A new warning at `place` for one webhook subscriber at `path`; returns its message. */
   async function announce(place: string, name: string, path: string, runtime = rt) {
     await h.addPlace(place, name);
     const subscriberId = await h.addWebhookSubscriber(path, [place]);
@@ -45,29 +47,31 @@ describe('webhook deliveries', () => {
     h.sim.setWarnings(place, [warning]);
     const summary = await runCycleOnce(runtime.ctx, runtime.redis, { timeoutMs: 30_000 });
     expect(summary.ok).toBe(true);
-    const rows = await queryRows<LedgerRow>(
+    const rows = await queryRows<LedgerRow & { notification_id: string }>(
       h.database.db,
-      sql`SELECT id, status, attempts, last_error, next_attempt_at, sent_at FROM deliveries
-          WHERE subscriber_id = ${subscriberId}`,
+      sql`SELECT d.id AS notification_id, m.id, m.status, m.attempts, m.last_error,
+            m.next_attempt_at, m.sent_at
+          FROM deliveries d JOIN messages m ON m.id = d.message_id
+          WHERE d.subscriber_id = ${subscriberId}`,
     );
     expect(rows).toHaveLength(1);
-    return { row: rows[0]!, subscriberId, warning };
+    const { notification_id: notificationId, ...message } = rows[0]!;
+    expect(message.id).toBe(notificationId);
+    return { row: message, subscriberId, warning };
   }
 
   async function row(id: string): Promise<LedgerRow> {
     const [r] = await queryRows<LedgerRow>(
       h.database.db,
-      sql`SELECT id, status, attempts, last_error, next_attempt_at, sent_at FROM deliveries
+      sql`SELECT id, status, attempts, last_error, next_attempt_at, sent_at FROM messages
           WHERE id = ${id}`,
     );
     return r!;
   }
 
-  /** The next attempt, now: the row is made due instead of waiting out the backoff. */
+  /** The next attempt, now: the message is made due instead of waiting out the backoff. */
   async function retryNow(id: string) {
-    await h.database.db.execute(
-      sql`UPDATE deliveries SET next_attempt_at = now() WHERE id = ${id}`,
-    );
+    await h.database.db.execute(sql`UPDATE messages SET next_attempt_at = now() WHERE id = ${id}`);
     return deliverOne(rt.ctx, id);
   }
 
@@ -92,7 +96,7 @@ describe('webhook deliveries', () => {
     expect(sent).toMatchObject({ status: 'sent', attempts: 3, last_error: null });
     expect(sent.sent_at).not.toBeNull();
 
-    // Sent is final: another job for the row sends nothing.
+    // Sent is final: another job for the message sends nothing.
     expect(await retryNow(first.id)).toBe('skipped');
 
     const requests = h.hooks.requestsTo('/flaky');
@@ -126,7 +130,7 @@ describe('webhook deliveries', () => {
     expect(r).toMatchObject({ status: 'retrying', attempts: 1 });
     // Skip to the last attempt of the schedule.
     await h.database.db.execute(
-      sql`UPDATE deliveries SET attempts = ${MAX_DELIVERY_ATTEMPTS - 1} WHERE id = ${r.id}`,
+      sql`UPDATE messages SET attempts = ${MAX_DELIVERY_ATTEMPTS - 1} WHERE id = ${r.id}`,
     );
     expect(await retryNow(r.id)).toBe('dead');
     const dead = await row(r.id);

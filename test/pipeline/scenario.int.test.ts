@@ -75,7 +75,9 @@ describe('poll --once over a warning timeline', () => {
       upstreamCalls: 2,
       upstreamErrors: 0,
       events: { new: 1, update: 0, cancel: 0, expired: 0 },
-      deliveries: { sent: 1, failed: 0, pending: 0 },
+      deliveries: { sent: 1, failed: 0, pending: 0, held: 0 },
+      // The email subscriber's cycle message, sent once the cycle's checks were done.
+      messages: { sent: 1, failed: 0, pending: 0, held: 0, released: 0 },
     });
     // Beijing is listed but nobody watches it: it costs no upstream call.
     expect(warningNowCalls()).toEqual({ [HANGZHOU]: 1 });
@@ -88,7 +90,8 @@ describe('poll --once over a warning timeline', () => {
   it('announces nothing when nothing changed', async () => {
     const { summary } = await h.pollOnce();
     expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
-    expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0 });
+    expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0, held: 0 });
+    expect(summary.messages).toEqual({ sent: 0, failed: 0, pending: 0, held: 0, released: 0 });
     expect(await h.deliveries()).toHaveLength(1);
   });
 
@@ -96,7 +99,8 @@ describe('poll --once over a warning timeline', () => {
     h.sim.setWarnings(HANGZHOU, [orange]);
     const { summary } = await h.pollOnce();
     expect(summary.events).toEqual({ new: 0, update: 1, cancel: 0, expired: 0 });
-    expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0 });
+    expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
+    expect(summary.messages).toEqual({ sent: 2, failed: 0, pending: 0, held: 0, released: 0 });
     const rows = await h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
     expect(
@@ -141,7 +145,7 @@ describe('poll --once over a warning timeline', () => {
 
     const second = await h.pollOnce();
     expect(second.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 1 });
-    expect(second.summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0 });
+    expect(second.summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
 
     // Nothing open any more: the next quiet cycle checks nothing at all.
     h.sim.resetRequests();
@@ -180,10 +184,21 @@ describe('poll --once over a warning timeline', () => {
       owed.map(key).sort(),
     );
     expect(rows.every((d) => d.status === 'sent')).toBe(true);
+    // Each email carried the one notification its cycle made for the subscriber, under the
+    // cycle message's id; each webhook one notification, under the notification's own id.
+    const emailRows = rows.filter((d) => d.channel === 'email');
     expect(h.smtp.messages).toHaveLength(5);
+    expect(h.smtp.messages.map((m) => m.messageId).sort()).toEqual(
+      emailRows.map((d) => `${d.message_id}@qwn`).sort(),
+    );
     const hooks = h.hooks.requestsTo('/dispatch');
     expect(hooks).toHaveLength(4);
     expect(hooks.every((r) => r.verified)).toBe(true);
-    expect(new Set(hooks.map((r) => r.headers['webhook-id'])).size).toBe(4);
+    expect(hooks.map((r) => r.headers['webhook-id']).sort()).toEqual(
+      rows
+        .filter((d) => d.channel === 'webhook')
+        .map((d) => d.id)
+        .sort(),
+    );
   });
 });

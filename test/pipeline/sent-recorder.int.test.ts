@@ -21,11 +21,17 @@ describe('SentRecorder', () => {
       sql`INSERT INTO events (place_id, warning_id, type, record)
           VALUES ('101010100', 'w1', 'new', '{}'::jsonb) RETURNING id`,
     );
+    // Messages of one notification each, under its id, as a check writes them.
     const rows = await queryRows<{ id: string }>(
       database.db,
-      sql`INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel)
-          SELECT ${sub!.id}, ${event!.id}, '101010100', 'w' || n, 'new', 'webhook'
-          FROM generate_series(1, 300) AS n
+      sql`WITH n AS (
+            INSERT INTO deliveries (id, message_id, subscriber_id, event_id, place_id, warning_id,
+                                    event_type, channel)
+            SELECT v.id, v.id, ${sub!.id}, ${event!.id}, '101010100', 'w' || v.n, 'new', 'webhook'
+            FROM (SELECT gen_random_uuid() AS id, n FROM generate_series(1, 300) AS n) v
+            RETURNING id, subscriber_id, channel)
+          INSERT INTO messages (id, subscriber_id, channel)
+          SELECT id, subscriber_id, channel FROM n
           RETURNING id`,
     );
     ids = rows.map((r) => r.id);
@@ -55,7 +61,7 @@ describe('SentRecorder', () => {
 
     const rows = await queryRows<{ id: string; status: string; sent_at: Date }>(
       database.db,
-      sql`SELECT id, status, sent_at FROM deliveries WHERE id = ANY(${sql.param(batch)}::uuid[])`,
+      sql`SELECT id, status, sent_at FROM messages WHERE id = ANY(${sql.param(batch)}::uuid[])`,
     );
     const byId = new Map(rows.map((r) => [r.id, r]));
     batch.forEach((id, i) => {
@@ -75,7 +81,7 @@ describe('SentRecorder', () => {
     expect(counter.statements).toBe(2);
     const [{ n }] = (await queryRows<{ n: number }>(
       database.db,
-      sql`SELECT count(*)::int AS n FROM deliveries
+      sql`SELECT count(*)::int AS n FROM messages
           WHERE id = ANY(${sql.param(ids.slice(200, 260))}::uuid[]) AND status = 'sent'`,
     )) as [{ n: number }];
     expect(n).toBe(60);
@@ -102,7 +108,7 @@ describe('SentRecorder', () => {
     expect(writes).toBe(2);
     const [{ n }] = (await queryRows<{ n: number }>(
       database.db,
-      sql`SELECT count(*)::int AS n FROM deliveries
+      sql`SELECT count(*)::int AS n FROM messages
           WHERE id = ANY(${sql.param(batch)}::uuid[]) AND status = 'sent'`,
     )) as [{ n: number }];
     expect(n).toBe(batch.length);
@@ -131,7 +137,7 @@ describe('SentRecorder', () => {
     await recorder.markSent(ids[270]!, new Date());
     const rows = await queryRows<{ id: string; status: string }>(
       database.db,
-      sql`SELECT id, status FROM deliveries WHERE id = ANY(${sql.param(ids.slice(260, 271))}::uuid[])`,
+      sql`SELECT id, status FROM messages WHERE id = ANY(${sql.param(ids.slice(260, 271))}::uuid[])`,
     );
     expect(rows.filter((r) => r.status === 'sent').map((r) => r.id)).toEqual([ids[270]]);
   });

@@ -87,7 +87,7 @@ describe('v1 points seeded from lon,lat entries', () => {
       checked: 4,
       upstreamCalls: 4,
       events: { new: 1, update: 0, cancel: 0, expired: 0 },
-      deliveries: { sent: 3, failed: 0, pending: 0 },
+      deliveries: { sent: 3, failed: 0, pending: 0, held: 0 },
     });
     expect(v.alertCalls()).toEqual({ [WEST_LAKE]: 1, [EAST]: 1, [CITY]: 1, [PARIS]: 1 });
     expect(ids(await v.h.deliveries())).toEqual([
@@ -187,7 +187,7 @@ describe('v1 points shared by many subscribers', () => {
       checked: 1,
       upstreamCalls: 1,
       events: { new: 1, update: 0, cancel: 0, expired: 0 },
-      deliveries: { sent: SUBSCRIBERS, failed: 0, pending: 0 },
+      deliveries: { sent: SUBSCRIBERS, failed: 0, pending: 0, held: 0 },
     });
     const second = await v.h.pollOnce();
     expect(second.summary).toMatchObject({ checked: 1, upstreamCalls: 1 });

@@ -94,7 +94,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
       upstreamCalls: 3,
       upstreamErrors: 0,
       events: { new: 1, update: 0, cancel: 0, expired: 0 },
-      deliveries: { sent: 1, failed: 0, pending: 0 },
+      deliveries: { sent: 1, failed: 0, pending: 0, held: 0 },
     });
     // No list call in v1: every watched point, once, with JWT auth.
     expect(v.alertCalls()).toEqual({ [P_HANGZHOU]: 1, [P_XIHU]: 1, [P_NINGBO]: 1 });
@@ -122,7 +122,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
 
     const { summary } = await v.h.pollOnce();
     expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
-    expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0 });
+    expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0, held: 0 });
     expect(await v.h.deliveries()).toHaveLength(1);
     // Tracked per point: the alert is open at the two points of its area.
     const tracked = await queryRows<{ place_id: string; state: string; misses: number }>(
@@ -140,7 +140,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     v.sim.setAlerts([orange]);
     const { summary } = await v.h.pollOnce();
     expect(summary.events).toEqual({ new: 0, update: 1, cancel: 0, expired: 0 });
-    expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0 });
+    expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
     const rows = await v.h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
     expect(
@@ -198,7 +198,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     const second = await v.h.pollOnce();
     expect(second.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 1 });
     // /dispatch watched both points where it ended: still one notification.
-    expect(second.summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0 });
+    expect(second.summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
 
     v.sim.resetRequests();
     const third = await v.h.pollOnce();

@@ -52,6 +52,9 @@ export interface PollResult extends QwnResult {
  * Real parts for pipeline tests: a fresh database, a private BullMQ prefix on the local Redis,
  * the simulator over HTTP, an SMTP sink and a webhook receiver (STYLE §10).
  */
+/** The subscriber's `group` seed field, as stored (`group_mode`, `group_window_seconds`). */
+export type GroupMode = 'none' | 'cycle' | { windowSeconds: number };
+
 export interface PipelineHarness {
   readonly database: TestDatabase;
   readonly sim: Simulator;
@@ -64,15 +67,19 @@ export interface PipelineHarness {
   /** An in-process runtime on the same parts (closed with the harness). */
   runtime(overrides?: Record<string, string>): Runtime;
   addPlace(id: string, name: string, tz?: string): Promise<void>;
+  /** An email subscriber; it groups by cycle unless `group` says otherwise (INTERFACE §6). */
   addEmailSubscriber(
     email: string,
     places: string[],
     filter?: { minLevel?: string; types?: string[]; events?: string[] },
+    group?: GroupMode,
   ): Promise<string>;
+  /** A webhook subscriber; one message per notification unless `group` says otherwise. */
   addWebhookSubscriber(
     path: string,
     places: string[],
     filter?: { minLevel?: string; types?: string[]; events?: string[] },
+    group?: GroupMode,
   ): Promise<string>;
   deliveries(): Promise<DeliveryRow[]>;
   /** `qwn <args>` as a child process on the harness environment; a failed exit is not thrown. */
@@ -155,19 +162,22 @@ export async function startPipelineHarness(
         sql`INSERT INTO places (id, name, tz) VALUES (${id}, ${name}, ${tz}) ON CONFLICT DO NOTHING`,
       );
     },
-    async addEmailSubscriber(email, places, filter) {
+    async addEmailSubscriber(email, places, filter, group) {
       const [row] = await queryRows<{ id: string }>(
         database.db,
-        sql`INSERT INTO subscribers (name, email) VALUES (${email}, ${email}) RETURNING id`,
+        sql`INSERT INTO subscribers (name, email, group_mode, group_window_seconds)
+            VALUES (${email}, ${email}, ${groupMode(group)}, ${groupWindow(group)}) RETURNING id`,
       );
       await subscribe(row!.id, places, filter);
       return row!.id;
     },
-    async addWebhookSubscriber(path, places, filter) {
+    async addWebhookSubscriber(path, places, filter, group) {
       const [row] = await queryRows<{ id: string }>(
         database.db,
-        sql`INSERT INTO subscribers (name, webhook_url, webhook_secret)
-            VALUES (${path}, ${hooks.url(path)}, ${TEST_SECRET}) RETURNING id`,
+        sql`INSERT INTO subscribers (name, webhook_url, webhook_secret, group_mode,
+              group_window_seconds)
+            VALUES (${path}, ${hooks.url(path)}, ${TEST_SECRET}, ${groupMode(group)},
+              ${groupWindow(group)}) RETURNING id`,
       );
       await subscribe(row!.id, places, filter);
       return row!.id;
@@ -211,6 +221,11 @@ export async function startPipelineHarness(
     },
   };
 }
+
+const groupMode = (group: GroupMode | undefined): string | null =>
+  group === undefined ? null : typeof group === 'string' ? group : 'window';
+const groupWindow = (group: GroupMode | undefined): number | null =>
+  typeof group === 'object' ? group.windowSeconds : null;
 
 /** One deliver job for one message, and what it did with it. */
 export async function deliverOne(

@@ -169,7 +169,9 @@ export async function startFaultRun(
   const db = h.database.db;
 
   // The storm's places and subscriptions, inserted with SQL as an admin would; its subscribers
-  // through the pipeline harness, named by their address.
+  // through the pipeline harness, named by their address. The email subscribers do not group
+  // (`'none'`): these runs check each notification's delivery under faults, and count and key
+  // the emails received (SMTP rejections, content keys) as one email per notification.
   await db.execute(sql`
     INSERT INTO places (id, name)
     SELECT * FROM unnest(${sql.param(plan.places.map((p) => p.id))}::text[],
@@ -177,7 +179,7 @@ export async function startFaultRun(
   for (const s of plan.subscribers) {
     const id =
       s.channel === 'email'
-        ? await h.addEmailSubscriber(s.address, [])
+        ? await h.addEmailSubscriber(s.address, [], {}, 'none')
         : await h.addWebhookSubscriber(s.address, []);
     await db.execute(sql`
       INSERT INTO subscriptions (subscriber_id, place_id, min_level, types, events)
@@ -206,13 +208,14 @@ export async function startFaultRun(
   const ledger = () => h.deliveries();
 
   const timeTravel = async () => {
+    // Retries and held messages (should any subscriber hold them) are due now.
     await db.execute(sql`
-      UPDATE deliveries SET next_attempt_at = now()
-      WHERE status = 'retrying' AND next_attempt_at > now()`);
+      UPDATE messages SET next_attempt_at = now()
+      WHERE status IN ('retrying', 'open') AND next_attempt_at > now()`);
     // A claim lasts 120 s; one taken more than 15 s ago belongs to a sender that is gone
     // (every send in these tests answers or times out well within that).
     await db.execute(sql`
-      UPDATE deliveries SET claimed_until = now() - interval '1 second'
+      UPDATE messages SET claimed_until = now() - interval '1 second'
       WHERE status IN ('pending', 'retrying') AND claimed_until > now()
         AND claimed_until < now() + interval '105 seconds'`);
     const delayed = [
@@ -264,7 +267,9 @@ export async function startFaultRun(
       let quietRounds = 0;
       while (Date.now() < deadline) {
         const rows = await ledger();
-        const open = rows.filter((r) => r.status === 'pending' || r.status === 'retrying');
+        const open = rows.filter(
+          (r) => r.status === 'held' || r.status === 'pending' || r.status === 'retrying',
+        );
         const present = new Set(rows.map((r) => owedKey(r.subscriber, r.warning_id, r.event_type)));
         const complete = o.requireRows === false || required.every((k) => present.has(k));
         // Two quiet rounds in a row: nothing open, nothing owed missing, sends drained.
