@@ -1,5 +1,5 @@
 /**
- * Prints one example of each kind of message a subscriber receives (docs/messages.md is made from
+ * Prints one example of each kind of message a subscriber receives (the README's "What subscribers receive" is made from
  * this output): `npx tsx scripts/messages-example.ts`. Everything is rendered by the real
  * renderers from fixed sample notifications, and the schedule comes from the real scheduler.
  */
