@@ -63,6 +63,9 @@ const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: optional(bool),
   WEBHOOK_TIMEOUT_MS: optional(int(100, 120_000)),
   HTTP_PORT: optional(int(0, 65_535)),
+  // At least a week: shorter would cut into detection's 72-hour window and leave no time to
+  // ask what happened last weekend.
+  RETENTION_DAYS: optional(int(7, 36_500)),
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
 });
 
@@ -101,6 +104,8 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   readonly webhookTimeoutMs: number;
   readonly httpPort: number;
+  /** Finished notifications, events and poll cycles older than this are pruned. */
+  readonly retentionDays: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -196,6 +201,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS ?? 10_000,
     httpPort: e.HTTP_PORT ?? 9464,
+    retentionDays: e.RETENTION_DAYS ?? 90,
     logLevel: e.LOG_LEVEL ?? 'info',
   });
 }

@@ -12,6 +12,12 @@ describe('loadConfig', () => {
     expect(config.httpPort).toBe(9464);
     expect(config.logLevel).toBe('info');
     expect(config.expireAfterMisses).toBe(2);
+    expect(config.retentionDays).toBe(90);
+  });
+
+  it('keeps rows at least a week, past the 72-hour detection window', () => {
+    expect(loadConfig({ RETENTION_DAYS: '7' }).retentionDays).toBe(7);
+    expect(() => loadConfig({ RETENTION_DAYS: '3' })).toThrow(/^RETENTION_DAYS: .*\(got "3"\)$/);
   });
 
   it('is frozen all the way down', () => {

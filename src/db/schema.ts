@@ -244,6 +244,8 @@ export const events = pgTable(
   (t) => [
     unique('events_place_warning_type').on(t.placeId, t.warningId, t.type),
     index('events_cycle_idx').on(t.cycleId),
+    // Retention finds old events by age (src/pipeline/retention.ts).
+    index('events_detected_idx').on(t.detectedAt),
     check('events_type', sql`${t.type} IN (${EVENT_SQL})`),
   ],
 );
@@ -294,6 +296,9 @@ export const deliveries = pgTable(
       .where(sql`${t.status} IN ('pending', 'retrying')`),
     index('deliveries_cycle_idx').on(t.cycleId),
     index('deliveries_created_idx').on(t.createdAt),
+    // An event's deliveries: retention asks whether any is left, and the trigger of 0005
+    // deletes them with the event, without reading the whole table.
+    index('deliveries_event_idx').on(t.eventId),
     check('deliveries_status', sql`${t.status} IN ('pending', 'sent', 'retrying', 'dead')`),
     check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
     check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook')`),
