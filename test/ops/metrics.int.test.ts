@@ -7,6 +7,8 @@ import { OpsMetrics } from '../../src/ops/metrics.js';
 import { createQueues, type Queues } from '../../src/pipeline/queues.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+
 /** Read-on-scrape series against the real Postgres and Redis. */
 describe('OpsMetrics on scrape', () => {
   let database: TestDatabase;
@@ -91,5 +93,41 @@ describe('OpsMetrics on scrape', () => {
     expect(age).toBeGreaterThanOrEqual(42);
     expect(age).toBeLessThan(60);
     expect(body).toContain('qwn_queue_oldest_waiting_seconds{queue="check"} 0');
+  });
+
+  it('counts subscribers whose delivery stopped on its own, per channel', async () => {
+    await database.db.execute(sql`
+      INSERT INTO subscribers (email, webhook_url, webhook_secret, disabled_reason, active) VALUES
+        ('a@example.com', NULL, NULL, NULL, true),
+        (NULL, 'https://hooks.example.com/a', ${SECRET}, 'webhook endpoint answered 410 Gone', false),
+        (NULL, 'https://hooks.example.com/b', ${SECRET}, 'webhook endpoint answered 410 Gone', false)`);
+    const { body } = await metrics(new Date()).scrape();
+    expect(body).toContain('qwn_subscribers_disabled{channel="webhook"} 2');
+    expect(body).toContain('qwn_subscribers_disabled{channel="email"} 0');
+  });
+
+  it("reports Redis's eviction policy, and nothing when CONFIG is refused", async () => {
+    let answer: () => Promise<unknown> = () => Promise.resolve(['maxmemory-policy', 'noeviction']);
+    const m = new OpsMetrics({
+      logger,
+      readRedisConfig: () => answer(),
+      defaultMetrics: false,
+    });
+    expect((await m.scrape()).body).toContain('qwn_redis_maxmemory_policy{policy="noeviction"} 1');
+    answer = () => Promise.resolve(['maxmemory-policy', 'allkeys-lru']);
+    const evicting = (await m.scrape()).body;
+    expect(evicting).toContain('qwn_redis_maxmemory_policy{policy="allkeys-lru"} 1');
+    expect(evicting).not.toContain('policy="noeviction"');
+    answer = () => Promise.reject(new Error("ERR unknown command 'CONFIG'"));
+    expect((await m.scrape()).body).not.toMatch(/^qwn_redis_maxmemory_policy\{/m);
+    // The real Redis of the tests.
+    const real = new OpsMetrics({
+      logger,
+      readRedisConfig: (name) => redis.config('GET', name),
+      defaultMetrics: false,
+    });
+    expect((await real.scrape()).body).toMatch(
+      /^qwn_redis_maxmemory_policy\{policy="[a-z-]+"\} 1$/m,
+    );
   });
 });
