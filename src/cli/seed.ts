@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { pino } from 'pino';
+import { describeSeedProblem } from '../admin/seed-problems.js';
 import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
@@ -63,13 +64,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const result = await applySeed({ db: database.db, lookup, logger }, doc, { dryRun });
     if (!result.ok) {
-      for (const problem of result.problems) {
-        const where =
-          problem.index === null
-            ? problem.field || '(file)'
-            : `subscribers[${problem.index}]${problem.field === '' || problem.field.startsWith('[') ? '' : '.'}${problem.field}`;
-        console.error(`${where}: ${problem.message}`);
-      }
+      for (const problem of result.problems) console.error(describeSeedProblem(doc, problem));
       const count = result.problems.length;
       console.error(`${count} problem${count === 1 ? '' : 's'} in ${file}; nothing written`);
       return 1;
