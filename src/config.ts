@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { parseMailFrom } from './channels/mime.js';
+import { scrub } from './logger.js';
 
 /**
  * The only reader of the environment (STYLE §1). Everything else receives a `Config`.
@@ -124,10 +125,24 @@ export class ConfigError extends Error {
   }
 }
 
+/** Values are quoted in errors up to this many characters. */
+const SHOWN_MAX = 60;
+
+/**
+ * A bad value as an error may quote it: keys, secrets and passwords never; URLs without their
+ * credentials and key parameters; anything long shortened.
+ */
+function shownValue(name: string, value: string | undefined): string | null {
+  if (value === undefined || /_KEY$|PRIVATE|SECRET|PASS|TOKEN/.test(name)) return null;
+  const text = (/URL$/.test(name) ? scrub(value) : value).replace(/\s+/g, ' ');
+  return text.length <= SHOWN_MAX ? text : `${text.slice(0, SHOWN_MAX - 1)}…`;
+}
+
 function readPrivateKey(value: string): string {
   if (value.includes('-----BEGIN')) return value.replace(/\\n/g, '\n');
   const path = resolve(value);
   if (!existsSync(path)) {
+    // Not quoted: a key pasted without its PEM header would read as a path here.
     throw new ConfigError([
       'QWEATHER_JWT_PRIVATE_KEY: is neither PEM text nor the path of a readable file',
     ]);
@@ -149,9 +164,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0] ?? 'environment');
-        const shown =
-          name in env && !/KEY|SECRET|PASS|URL/.test(name) ? ` (got "${env[name]}")` : '';
-        return `${name}: ${issue.message}${shown}`;
+        const shown = shownValue(name, env[name]);
+        return `${name}: ${issue.message}${shown === null ? '' : ` (got "${shown}")`}`;
       }),
     );
   }

@@ -48,6 +48,21 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SMTP_URL: 'ftp://user:hunter2@x' })).not.toThrow(/hunter2/);
   });
 
+  it('quotes a bad value, shortened, and URLs without their credentials or key', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://root:hunter2@db.internal:3306/qwn' })).toThrow(
+      'DATABASE_URL: must be a postgres:// or postgresql:// URL (got "mysql://[redacted]@db.internal:3306/qwn")',
+    );
+    expect(() =>
+      loadConfig({ QWEATHER_API_URL: 'ftp://api.example.com/?key=abc123secret' }),
+    ).toThrow(
+      'QWEATHER_API_URL: must be an http(s) URL (got "ftp://api.example.com/?key=[redacted]")',
+    );
+    expect(() => loadConfig({ POLL_INTERVAL_SECONDS: '5'.repeat(50) + 'm'.repeat(50) })).toThrow(
+      `POLL_INTERVAL_SECONDS: must be a whole number (got "${'5'.repeat(50)}${'m'.repeat(9)}…")`,
+    );
+    expect(() => loadConfig({ QWEATHER_KEY_TRANSPORT: 'cookie' })).toThrow(/\(got "cookie"\)$/);
+  });
+
   it('wants all three JWT variables or none', () => {
     expect(() => loadConfig({ QWEATHER_JWT_KEY_ID: 'abc' })).toThrow(/set all three or none/);
   });
