@@ -94,6 +94,7 @@ export class OpsMetrics implements JobObserver {
   readonly deliveries: Counter<'channel' | 'outcome'>;
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly oldestWaiting: Gauge<'queue'>;
+  readonly oldestDue: Gauge;
   readonly subscribersDisabled: Gauge<'channel'>;
   readonly redisPolicy: Gauge<'policy'>;
 
@@ -148,6 +149,11 @@ export class OpsMetrics implements JobObserver {
       registers,
     });
 
+    this.oldestDue = new Gauge({
+      name: 'qwn_deliveries_oldest_due_seconds',
+      help: 'How long the oldest notification due to be sent (pending or retrying, its attempt time passed) has waited; 0 when none (read on scrape)',
+      registers,
+    });
     this.subscribersDisabled = new Gauge({
       name: 'qwn_subscribers_disabled',
       help: 'Subscribers whose delivery stopped on its own (a webhook answering 410), per channel (read on scrape)',
@@ -278,6 +284,23 @@ export class OpsMetrics implements JobObserver {
     );
   }
 
+  /** From the ledger, not the queues: a row whose job was lost or is stuck is due all the same. */
+  async #collectOldestDue(): Promise<void> {
+    const { db } = this.#sources;
+    if (!db) return;
+    const [row] = await withTimeout(
+      'Postgres',
+      SCRAPE_STEP_TIMEOUT_MS,
+      // deliveries_due_idx holds exactly the open rows, ordered by next_attempt_at.
+      queryRows<{ age: number | string | null }>(
+        db,
+        sql`SELECT extract(epoch FROM now() - min(next_attempt_at)) AS age FROM deliveries
+            WHERE status IN ('pending', 'retrying') AND next_attempt_at <= now()`,
+      ),
+    );
+    this.oldestDue.set(Math.max(0, Number(row?.age ?? 0)));
+  }
+
   async #collectSubscribers(): Promise<void> {
     const { db } = this.#sources;
     if (!db) return;
@@ -311,6 +334,7 @@ export class OpsMetrics implements JobObserver {
     const results = await Promise.allSettled([
       this.#collectCycles(),
       this.#collectQueues(),
+      this.#collectOldestDue(),
       this.#collectSubscribers(),
       this.#collectRedisPolicy(),
     ]);

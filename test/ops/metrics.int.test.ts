@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { OpsMetrics } from '../../src/ops/metrics.js';
 import { createQueues, type Queues } from '../../src/pipeline/queues.js';
@@ -104,6 +105,35 @@ describe('OpsMetrics on scrape', () => {
     const { body } = await metrics(new Date()).scrape();
     expect(body).toContain('qwn_subscribers_disabled{channel="webhook"} 2');
     expect(body).toContain('qwn_subscribers_disabled{channel="email"} 0');
+  });
+
+  it('reports how long the oldest due notification has waited, from the ledger', async () => {
+    const m = metrics(new Date());
+    const age = async () =>
+      Number(/^qwn_deliveries_oldest_due_seconds (\S+)$/m.exec((await m.scrape()).body)?.[1]);
+    expect(await age()).toBe(0);
+    const [subscriber] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO subscribers (email) VALUES ('due@example.com') RETURNING id`,
+    );
+    const [event] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO events (place_id, warning_id, type, record)
+          VALUES ('101010100', 'W-due', 'new', '{}') RETURNING id`,
+    );
+    // Sent long ago, retrying later, and one due for seven minutes: only the last counts.
+    await database.db.execute(sql`
+      INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel,
+                              status, next_attempt_at)
+      VALUES (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'new', 'email', 'sent',
+              now() - interval '3 days'),
+             (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'update', 'email', 'retrying',
+              now() + interval '10 minutes'),
+             (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'cancel', 'email', 'pending',
+              now() - interval '7 minutes')`);
+    const waited = await age();
+    expect(waited).toBeGreaterThanOrEqual(420);
+    expect(waited).toBeLessThan(480);
   });
 
   it("reports Redis's eviction policy, and nothing when CONFIG is refused", async () => {

@@ -142,6 +142,7 @@ describe('deploy/: rules and dashboard against a running worker', () => {
       'qwn_cycles_total',
       'qwn_upstream_calls_total',
       'qwn_queue_oldest_waiting_seconds',
+      'qwn_deliveries_oldest_due_seconds',
       'qwn_subscribers_disabled',
       'qwn_redis_maxmemory_policy',
       'process_resident_memory_bytes',
