@@ -44,10 +44,13 @@ async function deleted(db: Db, statement: SQL): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
-/** A warning still tracked at the row's place: detection's window or an open warning. */
+/**
+ * The row's warning is still tracked somewhere: an open warning, or detection's window. By id
+ * alone: in v1 mode a delivery names its subscriber's place while `warnings` tracks the alert
+ * at each point, and one alert id seen later at another point must still find its ledger row.
+ */
 const warningTracked = (alias: string) =>
-  sql.raw(`EXISTS (SELECT 1 FROM warnings w
-                   WHERE w.place_id = ${alias}.place_id AND w.warning_id = ${alias}.warning_id)`);
+  sql.raw(`EXISTS (SELECT 1 FROM warnings w WHERE w.warning_id = ${alias}.warning_id)`);
 
 export const RETENTION_STEPS: readonly RetentionStep[] = [
   {

@@ -89,23 +89,31 @@ describe('retention', () => {
       [ago(100), ago(0)],
     );
     const recent = await notified('W-recent', 89, 'sent', newCycle);
+    // v1: the alert is tracked at a point, the delivery names the subscriber's place.
+    const atPoint = await notified('W-point', 100, 'sent', oldCycle);
+    await sqlClient.client.query(
+      `INSERT INTO warnings (place_id, warning_id, state, title, level, status, record,
+                             first_seen, last_seen)
+       VALUES ('31.23,121.47', 'W-point', 'open', 'Heat', '橙色', 'active', '{}', $1, $2)`,
+      [ago(100), ago(0)],
+    );
 
     const outcome = await pruneExpired(sqlClient.database.db, LIMITS, NOW);
 
     expect(outcome).toEqual({ deliveries: 2, events: 2, poll_cycles: 1 });
-    const keptDeliveries = [retrying, pending, open, recent].map((n) => n.delivery).sort();
+    const keptDeliveries = [retrying, pending, open, recent, atPoint].map((n) => n.delivery).sort();
     expect(await ids('deliveries')).toEqual(keptDeliveries);
     expect(keptDeliveries).not.toContain(sent.delivery);
     expect(keptDeliveries).not.toContain(dead.delivery);
-    const keptEvents = [retrying, pending, open, recent].map((n) => n.event);
+    const keptEvents = [retrying, pending, open, recent, atPoint].map((n) => n.event);
     expect(await ids('events')).toEqual(keptEvents.sort((a, b) => Number(a) - Number(b)));
     expect(await ids('poll_cycles')).toEqual([runningCycle, newCycle].sort());
-    expect(await ids('warnings', 'warning_id')).toEqual(['W-open']);
+    expect(await ids('warnings', 'warning_id')).toEqual(['W-open', 'W-point']);
     // The kept events of the removed cycle stay, without it.
     const { rows } = await sqlClient.client.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM events WHERE cycle_id IS NULL',
     );
-    expect(rows[0]!.n).toBe(3);
+    expect(rows[0]!.n).toBe(4);
 
     // Nothing more to do: a second run removes nothing.
     expect(await pruneExpired(sqlClient.database.db, LIMITS, NOW)).toEqual({});
