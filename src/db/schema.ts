@@ -187,6 +187,9 @@ export const warnings = pgTable(
     // Not last_seen, which every check rewrites: pruning finds rows by first_seen (migration
     // 0004, which also leaves room on each page so that the rewrite stays a HOT update).
     index('warnings_first_seen_idx').on(t.firstSeen),
+    // Retention asks whether a warning id is still tracked anywhere (src/pipeline/retention.ts).
+    // Never rewritten, so it keeps last_seen's update HOT.
+    index('warnings_warning_idx').on(t.warningId),
     check('warnings_state', sql`${t.state} IN ('open', 'superseded', 'cancelled', 'expired')`),
     check('warnings_level', sql`${t.level} IN (${LEVEL_SQL}, 'unknown')`),
     check('warnings_status', sql`${t.status} IN ('active', 'update', 'cancel')`),

@@ -184,6 +184,7 @@ describe('retention', () => {
           'events_detected_idx',
         ],
         ['SELECT 1 FROM deliveries WHERE event_id = 1', 'deliveries_event_idx'],
+        ["SELECT 1 FROM warnings WHERE warning_id = 'W'", 'warnings_warning_idx'],
         [
           'SELECT id FROM poll_cycles WHERE started_at < now() ORDER BY started_at LIMIT 10',
           'poll_cycles_started_idx',
