@@ -50,7 +50,12 @@ async function deleted(db: Db, statement: SQL): Promise<number> {
  * at each point, and one alert id seen later at another point must still find its ledger row.
  */
 const warningTracked = (alias: string) =>
-  sql.raw(`EXISTS (SELECT 1 FROM warnings w WHERE w.warning_id = ${alias}.warning_id)`);
+  sql.raw(`(SELECT EXISTS (SELECT 1 FROM warnings w WHERE w.warning_id = ${alias}.warning_id))`);
+
+// The probes are written `(SELECT EXISTS (…))`, not `EXISTS (…)`: a plain EXISTS becomes an
+// anti-join that reads every old row and sorts them (135 ms for 168,000 rows, and growing with
+// the backlog), while this one is an index probe per row of the ordered index scan, which
+// stops at the batch (8 ms).
 
 export const RETENTION_STEPS: readonly RetentionStep[] = [
   {
@@ -77,7 +82,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
               SELECT e.id FROM events e
               WHERE e.detected_at < ${cut}
                 AND NOT ${warningTracked('e')}
-                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+                AND NOT (SELECT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id))
               ORDER BY e.detected_at
               LIMIT ${batch})`,
       ),
