@@ -1,4 +1,8 @@
-# qwn worker image. No build step: tsx (a runtime dependency) runs the TypeScript sources.
+# qwn worker image. No build step: tsx (a runtime dependency) runs the TypeScript sources, the
+# same files the tests run. Compiled JavaScript was measured (2026-11): the worker held ~115 MB
+# instead of ~160 MB and answered /healthz about a second sooner, for a build stage, moved
+# package.json and migrations/ paths, and a second artefact no test runs; not worth it for a
+# process that starts once and runs for months.
 FROM node:20-slim
 
 ENV NODE_ENV=production \

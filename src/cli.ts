@@ -1,5 +1,10 @@
-import { ConfigError, MissingSettingError } from './config.js';
+import { ConfigError, loadConfig, MissingSettingError, readEnvironment } from './config.js';
 import { scrub } from './logger.js';
+import {
+  explainConnectionFailure,
+  serviceEndpoints,
+  ServiceUnreachableError,
+} from './ops/connection-failure.js';
 import { UsageError, type CommandModule } from './cli/command.js';
 
 /**
@@ -61,7 +66,22 @@ async function main(argv: string[]): Promise<number> {
       console.error(`qwn ${name}: configuration error\n${err.message}`);
       return 2;
     }
+    const unreachable =
+      err instanceof ServiceUnreachableError ? err.message : explainWithConfiguration(err);
+    if (unreachable) {
+      console.error(`qwn ${name}: ${scrub(unreachable)}`);
+      return 1;
+    }
     throw err;
+  }
+}
+
+/** A failure to reach Postgres or Redis, said with the setting that points there. */
+function explainWithConfiguration(err: unknown): string | null {
+  try {
+    return explainConnectionFailure(err, serviceEndpoints(loadConfig(readEnvironment())));
+  } catch {
+    return null;
   }
 }
 

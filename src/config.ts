@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { parseMailFrom } from './channels/mime.js';
+import { scrub } from './logger.js';
 
 /**
  * The only reader of the environment (STYLE §1). Everything else receives a `Config`.
@@ -73,6 +74,9 @@ const envSchema = z.object({
   ),
   // Signs the unsubscribe links (HMAC-SHA256): as hard to guess as the links must be.
   UNSUBSCRIBE_SECRET: optional(z.string().min(32, 'must be at least 32 characters')),
+  // At least a week: shorter would cut into detection's 72-hour window and leave no time to
+  // ask what happened last weekend.
+  RETENTION_DAYS: optional(int(7, 36_500)),
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
 });
 
@@ -114,6 +118,8 @@ export interface Config {
   /** Where the worker's HTTP server is reached from outside (INTERFACE §9); no trailing slash. */
   readonly publicUrl: string | undefined;
   readonly unsubscribeSecret: string | undefined;
+  /** Finished notifications, events and poll cycles older than this are pruned. */
+  readonly retentionDays: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -132,10 +138,24 @@ export class ConfigError extends Error {
   }
 }
 
+/** Values are quoted in errors up to this many characters. */
+const SHOWN_MAX = 60;
+
+/**
+ * A bad value as an error may quote it: keys, secrets and passwords never; URLs without their
+ * credentials and key parameters; anything long shortened.
+ */
+function shownValue(name: string, value: string | undefined): string | null {
+  if (value === undefined || /_KEY$|PRIVATE|SECRET|PASS|TOKEN/.test(name)) return null;
+  const text = (/URL$/.test(name) ? scrub(value) : value).replace(/\s+/g, ' ');
+  return text.length <= SHOWN_MAX ? text : `${text.slice(0, SHOWN_MAX - 1)}…`;
+}
+
 function readPrivateKey(value: string): string {
   if (value.includes('-----BEGIN')) return value.replace(/\\n/g, '\n');
   const path = resolve(value);
   if (!existsSync(path)) {
+    // Not quoted: a key pasted without its PEM header would read as a path here.
     throw new ConfigError([
       'QWEATHER_JWT_PRIVATE_KEY: is neither PEM text nor the path of a readable file',
     ]);
@@ -157,9 +177,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0] ?? 'environment');
-        const shown =
-          name in env && !/KEY|SECRET|PASS|URL/.test(name) ? ` (got "${env[name]}")` : '';
-        return `${name}: ${issue.message}${shown}`;
+        const shown = shownValue(name, env[name]);
+        return `${name}: ${issue.message}${shown === null ? '' : ` (got "${shown}")`}`;
       }),
     );
   }
@@ -211,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     httpPort: e.HTTP_PORT ?? 9464,
     publicUrl: e.PUBLIC_URL,
     unsubscribeSecret: e.UNSUBSCRIBE_SECRET,
+    retentionDays: e.RETENTION_DAYS ?? 90,
     logLevel: e.LOG_LEVEL ?? 'info',
   });
 }

@@ -12,6 +12,12 @@ describe('loadConfig', () => {
     expect(config.httpPort).toBe(9464);
     expect(config.logLevel).toBe('info');
     expect(config.expireAfterMisses).toBe(2);
+    expect(config.retentionDays).toBe(90);
+  });
+
+  it('keeps rows at least a week, past the 72-hour detection window', () => {
+    expect(loadConfig({ RETENTION_DAYS: '7' }).retentionDays).toBe(7);
+    expect(() => loadConfig({ RETENTION_DAYS: '3' })).toThrow(/^RETENTION_DAYS: .*\(got "3"\)$/);
   });
 
   it('is frozen all the way down', () => {
@@ -40,6 +46,21 @@ describe('loadConfig', () => {
   it('never echoes a secret-looking value', () => {
     expect(() => loadConfig({ SMTP_URL: 'ftp://user:hunter2@x' })).toThrow(/^SMTP_URL: /);
     expect(() => loadConfig({ SMTP_URL: 'ftp://user:hunter2@x' })).not.toThrow(/hunter2/);
+  });
+
+  it('quotes a bad value, shortened, and URLs without their credentials or key', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://root:hunter2@db.internal:3306/qwn' })).toThrow(
+      'DATABASE_URL: must be a postgres:// or postgresql:// URL (got "mysql://[redacted]@db.internal:3306/qwn")',
+    );
+    expect(() =>
+      loadConfig({ QWEATHER_API_URL: 'ftp://api.example.com/?key=abc123secret' }),
+    ).toThrow(
+      'QWEATHER_API_URL: must be an http(s) URL (got "ftp://api.example.com/?key=[redacted]")',
+    );
+    expect(() => loadConfig({ POLL_INTERVAL_SECONDS: '5'.repeat(50) + 'm'.repeat(50) })).toThrow(
+      `POLL_INTERVAL_SECONDS: must be a whole number (got "${'5'.repeat(50)}${'m'.repeat(9)}…")`,
+    );
+    expect(() => loadConfig({ QWEATHER_KEY_TRANSPORT: 'cookie' })).toThrow(/\(got "cookie"\)$/);
   });
 
   it('wants all three JWT variables or none', () => {

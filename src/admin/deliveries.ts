@@ -15,7 +15,7 @@ export function isDeliveryStatus(value: string): value is DeliveryStatus {
   return (DELIVERY_STATUSES as readonly string[]).includes(value);
 }
 
-/** The ledger's ids are uuids; anything else cannot name a row (and would fail the cast). */
+/** The ledger's (and subscribers') ids are uuids; anything else cannot name a row. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isDeliveryId(value: string): boolean {
@@ -24,10 +24,15 @@ export function isDeliveryId(value: string): boolean {
 
 export interface DeliveryFilter {
   status?: DeliveryStatus;
-  /** An email address (any case) or a webhook URL, exactly as subscribed. */
+  /**
+   * An email address (any case), a webhook URL exactly as subscribed, a subscriber's name (any
+   * case: "was the Pudong desk told?") or a subscriber id.
+   */
   subscriber?: string;
   /** Rows created at or after this time. */
   since?: Date;
+  /** Rows created before this time. */
+  until?: Date;
   /** Newest first, at most this many. */
   limit?: number;
 }
@@ -122,6 +127,12 @@ const LISTING_FROM = sql`
 export const storedStatus = (status: DeliveryStatus): string =>
   status === 'held' ? 'open' : status;
 
+function subscriberMatches(subscriber: string): SQL {
+  const byId = isDeliveryId(subscriber) ? sql` OR s.id = ${subscriber}::uuid` : sql``;
+  return sql`(lower(s.email) = lower(${subscriber}) OR s.webhook_url = ${subscriber}
+              OR lower(btrim(s.name)) = lower(${subscriber})${byId})`;
+}
+
 /** The ledger, newest first, narrowed by the filter. */
 export async function listDeliveries(
   db: Db,
@@ -130,11 +141,10 @@ export async function listDeliveries(
   const conditions: SQL[] = [];
   if (filter.status) conditions.push(sql`m.status = ${storedStatus(filter.status)}`);
   if (filter.subscriber) {
-    conditions.push(
-      sql`(lower(s.email) = lower(${filter.subscriber}) OR s.webhook_url = ${filter.subscriber})`,
-    );
+    conditions.push(subscriberMatches(filter.subscriber));
   }
   if (filter.since) conditions.push(sql`d.created_at >= ${filter.since.toISOString()}`);
+  if (filter.until) conditions.push(sql`d.created_at < ${filter.until.toISOString()}`);
   const where = conditions.length > 0 ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``;
   const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
   const rows = await queryRows<ListingRow>(
@@ -144,6 +154,15 @@ export async function listDeliveries(
         LIMIT ${limit}`,
   );
   return rows.map(toListing);
+}
+
+/** Whether any subscriber is the one `--subscriber` names, the way `listDeliveries` matches. */
+export async function subscriberKnown(db: Db, subscriber: string): Promise<boolean> {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`SELECT s.id FROM subscribers s WHERE ${subscriberMatches(subscriber)} LIMIT 1`,
+  );
+  return rows.length > 0;
 }
 
 /**

@@ -232,24 +232,6 @@ function refuseResubscribe(unknown: readonly string[]): SeedResult {
   };
 }
 
-/**
- * One problem as `qwn seed` prints it: the subscriber by index and name (or address, when it
- * has no name), then the field and what is wrong with it.
- */
-export function formatSeedProblem(problem: SeedProblem, doc: unknown): string {
-  if (problem.index === null) return `${problem.field || '(file)'}: ${problem.message}`;
-  const raw = (doc as { subscribers?: unknown[] } | null)?.subscribers?.[problem.index];
-  const entry = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
-  const label =
-    typeof entry.name === 'string' && entry.name.trim() !== ''
-      ? ` ${quoteValue(entry.name)}`
-      : typeof entry.email === 'string'
-        ? ` <${entry.email.length > 60 ? `${entry.email.slice(0, 60)}…` : entry.email}>`
-        : '';
-  const field = problem.field === '' ? '' : `${problem.field} `;
-  return `subscribers[${problem.index}]${label}: ${field}${problem.message}`;
-}
-
 /** Advisory lock key of `qwn seed` ("qwns"); distinct from the migration lock. */
 const SEED_LOCK_KEY = 0x71776e73;
 

@@ -4,6 +4,7 @@ import {
   DELIVERY_STATUSES,
   isDeliveryStatus,
   listDeliveries,
+  subscriberKnown,
   type DeliveryFilter,
   type DeliveryListing,
   type DeliveryStatus,
@@ -14,8 +15,8 @@ import { parseCommandLine, UsageError } from './command.js';
 import { formatTable, type Column } from './table.js';
 
 const USAGE =
-  'usage: qwn deliveries [--status held|pending|sent|retrying|dead] [--subscriber EMAIL|URL] ' +
-  '[--since ISO-time] [--limit N] [--json]';
+  'usage: qwn deliveries [--status held|pending|sent|retrying|dead] ' +
+  '[--subscriber EMAIL|URL|NAME|ID] [--since ISO-time] [--until ISO-time] [--limit N] [--json]';
 
 /** A listing is for reading; the whole error is in --json. */
 const ERROR_WIDTH = 60;
@@ -28,6 +29,11 @@ export function shortTime(date: Date | null): string {
 
 /** An ISO 8601 time for --since; a bare date is midnight UTC, and so is a time without a zone. */
 export function parseSince(value: string): Date {
+  return parseTime(value, '--since');
+}
+
+/** An ISO 8601 time for a time option, read as `parseSince` reads it. */
+export function parseTime(value: string, flag: string): Date {
   const text = value.trim().replace(' ', 'T');
   const match = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(
     text,
@@ -36,7 +42,7 @@ export function parseSince(value: string): Date {
   // not change which rows are picked.
   const at = match ? new Date(match[1] && !match[4] ? `${text}Z` : text) : new Date(NaN);
   if (Number.isNaN(at.getTime())) {
-    throw new UsageError(`--since must be an ISO 8601 time such as 2026-07-01T08:00:00Z`);
+    throw new UsageError(`${flag} must be an ISO 8601 time such as 2026-07-01T08:00:00Z`);
   }
   return at;
 }
@@ -97,6 +103,7 @@ export async function run(argv: string[]): Promise<number> {
       status: { type: 'string' },
       subscriber: { type: 'string' },
       since: { type: 'string' },
+      until: { type: 'string' },
       limit: { type: 'string' },
       json: { type: 'boolean' },
     },
@@ -111,6 +118,10 @@ export async function run(argv: string[]): Promise<number> {
   if (values.status !== undefined) filter.status = parseStatus(values.status);
   if (values.subscriber !== undefined) filter.subscriber = values.subscriber.trim();
   if (values.since !== undefined) filter.since = parseSince(values.since);
+  if (values.until !== undefined) filter.until = parseTime(values.until, '--until');
+  if (filter.since && filter.until && filter.since >= filter.until) {
+    throw new UsageError('--since must be earlier than --until');
+  }
   if (values.limit !== undefined) {
     const limit = /^\d+$/.test(values.limit.trim()) ? Number(values.limit) : NaN;
     if (!(limit >= 1 && limit <= MAX_LIMIT)) {
@@ -130,6 +141,12 @@ export async function run(argv: string[]): Promise<number> {
     if (values.json) {
       console.log(deliveriesJson(rows));
     } else if (rows.length === 0) {
+      if (filter.subscriber && !(await subscriberKnown(database.db, filter.subscriber))) {
+        console.error(
+          `qwn deliveries: no subscriber has the email, webhook URL, name or id "${filter.subscriber}"`,
+        );
+        return 1;
+      }
       console.log('No deliveries match.');
     } else {
       console.log(formatDeliveries(rows));

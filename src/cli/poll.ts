@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { loadConfig, readEnvironment } from '../config.js';
 import { createLogger } from '../logger.js';
 import { runCycleOnce } from '../pipeline/run-once.js';
+import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
 
@@ -29,6 +30,8 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger(config.logLevel, pino.destination(2));
   const runtime = createRuntime(config, logger);
   try {
+    const redis = endpointOf(config, 'Redis');
+    if (redis) await assertRedisAnswers(runtime.redis, redis);
     const summary = await runCycleOnce(
       runtime.ctx,
       runtime.redis,

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
 import { loadConfig, readEnvironment } from '../config.js';
+import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createLogger } from '../logger.js';
 import { DELIVER_QUEUES } from '../pipeline/queues.js';
 import { createRuntime } from '../pipeline/runtime.js';
@@ -81,6 +82,13 @@ export async function run(argv: string[]): Promise<number> {
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
   const logger = createLogger(verbose ? config.logLevel : 'error', pino.destination(2));
   const runtime = createRuntime(config, logger, { upstream: 'none' });
+  const redisEndpoint = endpointOf(config, 'Redis');
+  if (redisEndpoint) {
+    await assertRedisAnswers(runtime.redis, redisEndpoint).catch(async (err: unknown) => {
+      await runtime.close();
+      throw err;
+    });
+  }
   // Workers first, so the jobs enqueued below are taken at once.
   const workers = options.enqueueOnly
     ? undefined

@@ -1,12 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { pino } from 'pino';
-import {
-  applySeed,
-  formatSeedProblem,
-  parseSeedText,
-  seedFormatOf,
-  SeedError,
-} from '../admin/seed.js';
+import { describeSeedProblem } from '../admin/seed-problems.js';
+import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { createLogger } from '../logger.js';
@@ -79,7 +74,7 @@ export async function run(argv: string[]): Promise<number> {
       resubscribe,
     });
     if (!result.ok) {
-      for (const problem of result.problems) console.error(formatSeedProblem(problem, doc));
+      for (const problem of result.problems) console.error(describeSeedProblem(doc, problem));
       const count = result.problems.length;
       console.error(`${count} problem${count === 1 ? '' : 's'} in ${file}; nothing written`);
       return 1;

@@ -54,6 +54,7 @@ export async function run(argv: string[]): Promise<number> {
     queues: ctx.queues,
     redis,
     prefix: config.queuePrefix,
+    readRedisConfig: (name) => redis.config('GET', name),
     startedAt,
   });
 

@@ -219,6 +219,9 @@ export const warnings = pgTable(
     // Not last_seen, which every check rewrites: pruning finds rows by first_seen (migration
     // 0004, which also leaves room on each page so that the rewrite stays a HOT update).
     index('warnings_first_seen_idx').on(t.firstSeen),
+    // Retention asks whether a warning id is still tracked anywhere (src/pipeline/retention.ts).
+    // Never rewritten, so it keeps last_seen's update HOT.
+    index('warnings_warning_idx').on(t.warningId),
     check('warnings_state', sql`${t.state} IN ('open', 'superseded', 'cancelled', 'expired')`),
     check('warnings_level', sql`${t.level} IN (${LEVEL_SQL}, 'unknown')`),
     check('warnings_status', sql`${t.status} IN ('active', 'update', 'cancel')`),
@@ -276,6 +279,8 @@ export const events = pgTable(
   (t) => [
     unique('events_place_warning_type').on(t.placeId, t.warningId, t.type),
     index('events_cycle_idx').on(t.cycleId),
+    // Retention finds old events by age (src/pipeline/retention.ts).
+    index('events_detected_idx').on(t.detectedAt),
     check('events_type', sql`${t.type} IN (${EVENT_SQL})`),
   ],
 );
@@ -319,6 +324,9 @@ export const deliveries = pgTable(
   (t) => [
     unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType),
     index('deliveries_message_idx').on(t.messageId),
+    // An event's deliveries: retention asks whether any is left, and the trigger of 0005
+    // deletes them with the event, without reading the whole table.
+    index('deliveries_event_idx').on(t.eventId),
     index('deliveries_cycle_idx').on(t.cycleId),
     index('deliveries_created_idx').on(t.createdAt),
     check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),

@@ -16,6 +16,7 @@ import {
   TimeoutError,
   UpstreamServerError,
 } from '../qweather/errors.js';
+import { readEvictionPolicy } from './redis-policy.js';
 import { UpstreamCircuitOpenError } from './upstream.js';
 import { withTimeout } from './with-timeout.js';
 
@@ -67,6 +68,8 @@ export interface MetricsSources {
     set(key: string, value: string, ex: 'EX', seconds: number, nx: 'NX'): Promise<unknown>;
   };
   readonly prefix?: string;
+  /** `CONFIG GET <name>` on the queue's Redis, for the eviction policy gauge. */
+  readonly readRedisConfig?: (name: string) => Promise<unknown>;
   readonly now?: () => Date;
   /** Cycles that finished before this are someone else's history. */
   readonly startedAt?: Date;
@@ -91,6 +94,10 @@ export class OpsMetrics implements JobObserver {
   readonly deliveries: Counter<'channel' | 'outcome'>;
   readonly queueJobs: Gauge<'queue' | 'state'>;
   readonly oldestWaiting: Gauge<'queue'>;
+  readonly oldestDue: Gauge;
+  readonly messagesHeld: Gauge;
+  readonly subscribersDisabled: Gauge<'channel'>;
+  readonly redisPolicy: Gauge<'policy'>;
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
@@ -140,6 +147,29 @@ export class OpsMetrics implements JobObserver {
       name: 'qwn_queue_oldest_waiting_seconds',
       help: 'Age of the oldest job ready to run, per queue; 0 when none waits (read on scrape)',
       labelNames: ['queue'],
+      registers,
+    });
+
+    this.oldestDue = new Gauge({
+      name: 'qwn_deliveries_oldest_due_seconds',
+      help: 'How long the oldest message due to be sent (its attempt or hold time passed) has waited; 0 when none (read on scrape)',
+      registers,
+    });
+    this.messagesHeld = new Gauge({
+      name: 'qwn_messages_held',
+      help: 'Messages still collecting, not yet due: grouping, quiet hours or the hourly limit (read on scrape)',
+      registers,
+    });
+    this.subscribersDisabled = new Gauge({
+      name: 'qwn_subscribers_disabled',
+      help: 'Subscribers whose delivery stopped on its own (a webhook answering 410), per channel (read on scrape)',
+      labelNames: ['channel'],
+      registers,
+    });
+    this.redisPolicy = new Gauge({
+      name: 'qwn_redis_maxmemory_policy',
+      help: "1 for Redis's maxmemory-policy (only noeviction keeps every queued job); no series when CONFIG GET is refused (read on scrape)",
+      labelNames: ['policy'],
       registers,
     });
 
@@ -260,9 +290,64 @@ export class OpsMetrics implements JobObserver {
     );
   }
 
+  /** From the ledger, not the queues: a row whose job was lost or is stuck is due all the same. */
+  async #collectOldestDue(): Promise<void> {
+    const { db } = this.#sources;
+    if (!db) return;
+    const [row] = await withTimeout(
+      'Postgres',
+      SCRAPE_STEP_TIMEOUT_MS,
+      // messages_due_idx holds exactly the unsent messages, ordered by next_attempt_at. A held
+      // message is due when its hold ends, not before.
+      queryRows<{ age: number | string | null; held: number }>(
+        db,
+        sql`SELECT extract(epoch FROM now() - min(next_attempt_at)
+                     FILTER (WHERE next_attempt_at <= now())) AS age,
+                   count(*) FILTER (WHERE status = 'open')::int AS held
+            FROM messages WHERE status IN ('open', 'pending', 'retrying')`,
+      ),
+    );
+    this.oldestDue.set(Math.max(0, Number(row?.age ?? 0)));
+    this.messagesHeld.set(row?.held ?? 0);
+  }
+
+  async #collectSubscribers(): Promise<void> {
+    const { db } = this.#sources;
+    if (!db) return;
+    const rows = await withTimeout(
+      'Postgres',
+      SCRAPE_STEP_TIMEOUT_MS,
+      queryRows<{ channel: string; n: number }>(
+        db,
+        sql`SELECT CASE WHEN email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel,
+                   count(*)::int AS n
+            FROM subscribers WHERE disabled_reason IS NOT NULL GROUP BY 1`,
+      ),
+    );
+    for (const channel of CHANNELS) {
+      this.subscribersDisabled.set({ channel }, rows.find((r) => r.channel === channel)?.n ?? 0);
+    }
+  }
+
+  async #collectRedisPolicy(): Promise<void> {
+    const read = this.#sources.readRedisConfig;
+    if (!read) return;
+    // Refused (managed Redis often renames CONFIG) or unreadable: no series rather than a guess,
+    // and no warning on every scrape; the worker warned once at start.
+    const policy = await readEvictionPolicy(read, SCRAPE_STEP_TIMEOUT_MS).catch(() => null);
+    this.redisPolicy.reset();
+    if (policy !== null) this.redisPolicy.set({ policy }, 1);
+  }
+
   /** Brings the read-on-scrape series up to date; a failing source leaves its last values. */
   async collect(): Promise<void> {
-    const results = await Promise.allSettled([this.#collectCycles(), this.#collectQueues()]);
+    const results = await Promise.allSettled([
+      this.#collectCycles(),
+      this.#collectQueues(),
+      this.#collectOldestDue(),
+      this.#collectSubscribers(),
+      this.#collectRedisPolicy(),
+    ]);
     for (const r of results) {
       if (r.status === 'rejected') {
         this.#sources.logger.warn({ err: r.reason as unknown }, 'metrics collection incomplete');

@@ -12,6 +12,18 @@ export type EvictionPolicyCheck =
   | { readonly outcome: 'evicting'; readonly policy: string }
   | { readonly outcome: 'unknown'; readonly error: string };
 
+/**
+ * The policy as Redis answers `CONFIG GET maxmemory-policy`; null when the answer holds none.
+ * Throws when Redis refuses the command or does not answer in time.
+ */
+export async function readEvictionPolicy(
+  readConfig: (name: string) => Promise<unknown>,
+  timeoutMs: number,
+): Promise<string | null> {
+  const answer = await withTimeout('Redis CONFIG GET', timeoutMs, readConfig('maxmemory-policy'));
+  return Array.isArray(answer) && typeof answer[1] === 'string' ? answer[1] : null;
+}
+
 /** `readConfig` is `CONFIG GET <name>` (ioredis answers `[name, value]`). */
 export async function checkEvictionPolicy(
   readConfig: (name: string) => Promise<unknown>,

@@ -74,6 +74,9 @@ export function createRuntime(
   const redis = createRedis(config.redisUrl);
   redis.on('error', (err) => logger.error({ err }, 'redis connection error'));
   const queues = createQueues(redis, config.queuePrefix);
+  // Each Queue re-emits its connection's errors, and BullMQ prints them with console.error
+  // when nobody listens: the connection's listener above has logged them already, once.
+  for (const queue of Object.values(queues.byName)) queue.on('error', () => undefined);
   const upstream = needsUpstream ? createClientFromConfig(config, logger) : withoutUpstream();
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const webhooks = createWebhookSender({

@@ -4,6 +4,12 @@ import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
 import { enqueueMessage, isJobLive, type Channel } from './deliver.js';
+import {
+  DEFAULT_RETENTION_BATCH,
+  DEFAULT_RETENTION_MAX_BATCHES,
+  pruneExpired,
+  type RetentionOutcome,
+} from './retention.js';
 
 export const SWEEP_JOB = 'sweep';
 
@@ -24,13 +30,15 @@ export interface SweepOutcome {
   requeued: number;
   pruned: number;
   cyclesClosed: number;
+  /** Rows past RETENTION_DAYS removed, by table (src/pipeline/retention.ts). */
+  expired: RetentionOutcome;
 }
 
 /**
  * The sweeper: Postgres is the truth, so any message that is due and has no live job
  * (Redis flushed, a process killed between commit and enqueue) gets one again
- * (DESIGN invariant 1). It also prunes warnings nobody can see again and closes cycles whose
- * checks were lost.
+ * (DESIGN invariant 1). It also prunes warnings nobody can see again, closes cycles whose
+ * checks were lost, and removes what is past RETENTION_DAYS.
  */
 export async function runSweep(
   ctx: PipelineContext,
@@ -60,8 +68,29 @@ export async function runSweep(
           RETURNING 1)
         SELECT count(*)::int AS n FROM closed`,
   );
-  const outcome = { requeued, pruned: pruned[0]?.n ?? 0, cyclesClosed: closed[0]?.n ?? 0 };
-  if (outcome.requeued || outcome.pruned || outcome.cyclesClosed) log.info(outcome, 'swept');
+  const expired = await pruneExpired(
+    ctx.db,
+    {
+      days: ctx.config.retentionDays,
+      batch: DEFAULT_RETENTION_BATCH,
+      maxBatches: DEFAULT_RETENTION_MAX_BATCHES,
+    },
+    ctx.now(),
+  );
+  const outcome = {
+    requeued,
+    pruned: pruned[0]?.n ?? 0,
+    cyclesClosed: closed[0]?.n ?? 0,
+    expired,
+  };
+  if (
+    outcome.requeued ||
+    outcome.pruned ||
+    outcome.cyclesClosed ||
+    Object.keys(outcome.expired).length > 0
+  ) {
+    log.info(outcome, 'swept');
+  }
   return outcome;
 }
 

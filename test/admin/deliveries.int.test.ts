@@ -164,6 +164,41 @@ describe('qwn deliveries and qwn redeliver', () => {
     expect((JSON.parse(limited.stdout) as { id: string }[]).map((r) => r.id)).toEqual([goneId]);
   });
 
+  it('answers "was this desk told, last week?": --subscriber by name, --since and --until', async () => {
+    await h.database.db.execute(
+      sql`UPDATE subscribers SET name = 'Pudong Desk' WHERE email = 'ops@example.com'`,
+    );
+    const hour = (n: number) => new Date(Date.now() - n * 3600_000).toISOString();
+    const ids = async (...args: string[]) => {
+      const { code, stdout, stderr } = await qwn('deliveries', ...args, '--json');
+      expect(code, stderr).toBe(0);
+      return (JSON.parse(stdout) as { id: string }[]).map((r) => r.id);
+    };
+    expect(await ids('--since', hour(4), '--until', hour(2))).toEqual([hookId]);
+    expect(await ids('--until', hour(0.5))).toEqual([mailId, hookId]);
+    expect(await ids('--subscriber', 'pudong desk', '--since', hour(2))).toEqual([mailId]);
+    expect(await ids('--subscriber', 'Pudong Desk', '--until', hour(2))).toEqual([]);
+    const [row] = await queryRows<{ subscriber_id: string }>(
+      h.database.db,
+      sql`SELECT subscriber_id FROM deliveries WHERE id = ${hookId}`,
+    );
+    expect(await ids('--subscriber', row!.subscriber_id)).toEqual([hookId]);
+
+    const stranger = await qwn('deliveries', '--subscriber', 'Nanjing Desk');
+    expect(stranger.code).toBe(1);
+    expect(stranger.stderr.trim()).toBe(
+      'qwn deliveries: no subscriber has the email, webhook URL, name or id "Nanjing Desk"',
+    );
+    const backwards = await qwn('deliveries', '--since', hour(1), '--until', hour(2));
+    expect(backwards.code).toBe(2);
+    expect(backwards.stderr.trim()).toBe('qwn deliveries: --since must be earlier than --until');
+    const garbled = await qwn('deliveries', '--until', 'last week');
+    expect(garbled.code).toBe(2);
+    expect(garbled.stderr.trim()).toBe(
+      'qwn deliveries: --until must be an ISO 8601 time such as 2026-07-01T08:00:00Z',
+    );
+  });
+
   it('refuses an unknown status with one line and exit code 2', async () => {
     const { code, stdout, stderr } = await qwn('deliveries', '--status', 'lost');
     expect(code).toBe(2);

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applySeed, formatSeedProblem } from '../../src/admin/seed.js';
+import { describeSeedProblem } from '../../src/admin/seed-problems.js';
+import { applySeed } from '../../src/admin/seed.js';
 import {
   canonicalTimeZone,
   parseScheduleInput,
@@ -22,7 +23,7 @@ function linesFor(fields: Record<string, unknown>): string[] {
       { ...base, ...fields },
     ],
   };
-  return validateDocument(doc).problems.map((p) => formatSeedProblem(p, doc));
+  return validateDocument(doc).problems.map((p) => describeSeedProblem(doc, p));
 }
 
 function scheduleOf(fields: Record<string, unknown>): SubscriberSchedule {
@@ -212,7 +213,7 @@ describe('seed schedule fields: every problem names the subscriber and quotes th
 
   it('names a subscriber without a name by its address', () => {
     const doc = { subscribers: [{ email: 'night@example.com', locations: ['1'], maxPerHour: 0 }] };
-    const lines = validateDocument(doc).problems.map((p) => formatSeedProblem(p, doc));
+    const lines = validateDocument(doc).problems.map((p) => describeSeedProblem(doc, p));
     expect(lines).toEqual([
       'subscribers[0] <night@example.com>: maxPerHour 0 is not a whole number of messages from 1 to 1000',
     ]);

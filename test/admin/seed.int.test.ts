@@ -405,8 +405,8 @@ describe('qwn seed <file>', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr.trim().split('\n')).toEqual([
-      'subscribers[2] <cy@example.com>: lang must be "zh" or "en"',
-      'subscribers[2] <cy@example.com>: locations[0] 朝阳 matches 2 places (朝阳, 北京 / 朝阳, 辽宁): add adm',
+      'subscribers[2].lang (cy@example.com): must be "zh" or "en"; got "fr"',
+      'subscribers[2].locations[0] (cy@example.com): 朝阳 matches 2 places (朝阳, 北京 / 朝阳, 辽宁): add adm',
       `2 problems in ${path}; nothing written`,
     ]);
     expect(await counts()).toEqual({ places: 0, subscribers: 0, subscriptions: 0 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -33,6 +33,7 @@ interface ComposeService {
   healthcheck?: { test: string[] };
   profiles?: string[];
   ports?: string[];
+  volumes?: string[];
   stop_grace_period?: string;
 }
 
@@ -64,9 +65,16 @@ describe('deployment files', () => {
   });
 
   it('compose has the services, with health checks and a noeviction Redis', () => {
-    expect(Object.keys(services).sort()).toEqual(
-      ['mailpit', 'migrate', 'postgres', 'redis', 'simulator', 'worker'].sort(),
-    );
+    expect(Object.keys(services).sort()).toEqual([
+      'grafana',
+      'mailpit',
+      'migrate',
+      'postgres',
+      'prometheus',
+      'redis',
+      'simulator',
+      'worker',
+    ]);
     expect(services.postgres!.image).toBe('postgres:16');
     expect(services.postgres!.healthcheck!.test.join(' ')).toContain('pg_isready');
     expect(services.redis!.image).toBe('redis:7');
@@ -131,6 +139,34 @@ describe('deployment files', () => {
     const usage = read('src/cli/simulate.ts');
     expect(usage).toContain('port: { type: ');
     expect(usage).toContain('host: { type: ');
+  });
+
+  it('runs Prometheus and Grafana only under the monitoring profile, with the files of deploy/', () => {
+    for (const name of ['prometheus', 'grafana']) {
+      const service = services[name]!;
+      expect(service.profiles, name).toEqual(['monitoring']);
+      expect(
+        service.ports!.every((p) => p.startsWith('127.0.0.1:')),
+        name,
+      ).toBe(true);
+      for (const volume of service.volumes ?? []) {
+        const source = volume.split(':')[0]!;
+        if (source.startsWith('./'))
+          expect(existsSync(new URL(`../../${source}`, import.meta.url)), volume).toBe(true);
+      }
+    }
+    expect(services.prometheus!.volumes).toContain('./deploy/prometheus:/etc/prometheus:ro');
+    expect(services.prometheus!.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    // The scrape job reaches the worker's port inside the compose network.
+    const scrape = parseYaml(read('deploy/prometheus/prometheus.yml')) as {
+      rule_files: string[];
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+    };
+    expect(scrape.rule_files).toEqual(['qwn-alerts.yml']);
+    expect(scrape.scrape_configs[0]!.job_name).toBe('qwn');
+    expect(scrape.scrape_configs[0]!.static_configs[0]!.targets).toEqual([
+      `worker:${services.worker!.environment!.HTTP_PORT}`,
+    ]);
   });
 
   it('Dockerfile: node 20 slim, production dependencies, non-root, health check', () => {

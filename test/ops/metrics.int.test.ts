@@ -2,10 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { OpsMetrics } from '../../src/ops/metrics.js';
 import { createQueues, type Queues } from '../../src/pipeline/queues.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 /** Read-on-scrape series against the real Postgres and Redis. */
 describe('OpsMetrics on scrape', () => {
@@ -91,5 +94,70 @@ describe('OpsMetrics on scrape', () => {
     expect(age).toBeGreaterThanOrEqual(42);
     expect(age).toBeLessThan(60);
     expect(body).toContain('qwn_queue_oldest_waiting_seconds{queue="check"} 0');
+  });
+
+  it('counts subscribers whose delivery stopped on its own, per channel', async () => {
+    await database.db.execute(sql`
+      INSERT INTO subscribers (email, webhook_url, webhook_secret, disabled_reason, active) VALUES
+        ('a@example.com', NULL, NULL, NULL, true),
+        (NULL, 'https://hooks.example.com/a', ${SECRET}, 'webhook endpoint answered 410 Gone', false),
+        (NULL, 'https://hooks.example.com/b', ${SECRET}, 'webhook endpoint answered 410 Gone', false)`);
+    const { body } = await metrics(new Date()).scrape();
+    expect(body).toContain('qwn_subscribers_disabled{channel="webhook"} 2');
+    expect(body).toContain('qwn_subscribers_disabled{channel="email"} 0');
+  });
+
+  it('reports how long the oldest due notification has waited, from the ledger', async () => {
+    const m = metrics(new Date());
+    const age = async () =>
+      Number(/^qwn_deliveries_oldest_due_seconds (\S+)$/m.exec((await m.scrape()).body)?.[1]);
+    expect(await age()).toBe(0);
+    const [subscriber] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO subscribers (email) VALUES ('due@example.com') RETURNING id`,
+    );
+    const [event] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO events (place_id, warning_id, type, record)
+          VALUES ('101010100', 'W-due', 'new', '{}') RETURNING id`,
+    );
+    // Sent long ago, retrying later, and one due for seven minutes: only the last counts.
+    await database.db.execute(sql`
+      INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel,
+                              status, next_attempt_at)
+      VALUES (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'new', 'email', 'sent',
+              now() - interval '3 days'),
+             (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'update', 'email', 'retrying',
+              now() + interval '10 minutes'),
+             (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'cancel', 'email', 'pending',
+              now() - interval '7 minutes')`);
+    const waited = await age();
+    expect(waited).toBeGreaterThanOrEqual(420);
+    expect(waited).toBeLessThan(480);
+  });
+
+  it("reports Redis's eviction policy, and nothing when CONFIG is refused", async () => {
+    let answer: () => Promise<unknown> = () => Promise.resolve(['maxmemory-policy', 'noeviction']);
+    const m = new OpsMetrics({
+      logger,
+      readRedisConfig: () => answer(),
+      defaultMetrics: false,
+    });
+    expect((await m.scrape()).body).toContain('qwn_redis_maxmemory_policy{policy="noeviction"} 1');
+    answer = () => Promise.resolve(['maxmemory-policy', 'allkeys-lru']);
+    const evicting = (await m.scrape()).body;
+    expect(evicting).toContain('qwn_redis_maxmemory_policy{policy="allkeys-lru"} 1');
+    expect(evicting).not.toContain('policy="noeviction"');
+    answer = () => Promise.reject(new Error("ERR unknown command 'CONFIG'"));
+    expect((await m.scrape()).body).not.toMatch(/^qwn_redis_maxmemory_policy\{/m);
+    // The real Redis of the tests.
+    const real = new OpsMetrics({
+      logger,
+      readRedisConfig: (name) => redis.config('GET', name),
+      defaultMetrics: false,
+    });
+    expect((await real.scrape()).body).toMatch(
+      /^qwn_redis_maxmemory_policy\{policy="[a-z-]+"\} 1$/m,
+    );
   });
 });
