@@ -6,6 +6,7 @@ import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
 import { DELIVER_QUEUES } from '../pipeline/queues.js';
+import { currentSource } from '../pipeline/upstream-source.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import {
   ensureRecurring,
@@ -52,6 +53,7 @@ export async function run(argv: string[]): Promise<number> {
     redis,
     prefix: config.queuePrefix,
     startedAt,
+    upstreamSource: () => currentSource(ctx.db, config),
   });
 
   // Production hygiene (STYLE §12): nothing dies silently or unstructured.

@@ -18,6 +18,8 @@ export interface CycleSummary {
   upstreamErrors: number;
   events: { new: number; update: number; cancel: number; expired: number };
   deliveries: { sent: number; failed: number; pending: number };
+  /** The warning API the cycle polled (INTERFACE §10); null if it failed before choosing. */
+  source: 'v7' | 'v1' | null;
   ok: boolean;
   error?: string;
 }
@@ -33,13 +35,14 @@ interface CycleRow {
   events_cancel: number;
   events_expired: number;
   error: string | null;
+  source: 'v7' | 'v1' | null;
 }
 
 async function readCycle(ctx: PipelineContext, cycleId: string): Promise<CycleRow> {
   const [row] = await queryRows<CycleRow>(
     ctx.db,
     sql`SELECT status, listed, checked, upstream_calls, upstream_errors, events_new,
-          events_update, events_cancel, events_expired, error
+          events_update, events_cancel, events_expired, error, source
         FROM poll_cycles WHERE id = ${cycleId}`,
   );
   if (!row) throw new Error(`cycle ${cycleId} vanished`);
@@ -116,6 +119,7 @@ export async function runCycleOnce(
         failed: count('retrying') + count('dead'),
         pending: count('pending'),
       },
+      source: cycle.source,
       ok: outcome.ok,
       ...(outcome.ok ? {} : { error: outcome.error }),
     };

@@ -23,7 +23,7 @@ const V1_LAT = /^-?\d{1,2}(\.\d{1,2})?$/;
 const V1_LON = /^-?\d{1,3}(\.\d{1,2})?$/;
 
 /** Both ends of the 2-decimal rounding of a coordinate, in hundredths. */
-function hundredths(value: number): number[] {
+export function hundredths(value: number): number[] {
   const scaled = value * 100;
   const low = Math.floor(scaled + 1e-9);
   const high = Math.ceil(scaled - 1e-9);

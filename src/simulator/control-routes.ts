@@ -24,6 +24,7 @@ export interface SimulatorControls {
   requests(): RequestCounts;
   resetRequests(): RequestCounts;
   advanceClock(ms: number): Date;
+  retireV7(retired: boolean): void;
 }
 
 export async function handleControl(
@@ -93,6 +94,10 @@ export async function handleControl(
     if (key === 'GET /_sim/requests') return send(200, sim.requests());
     if (key === 'DELETE /_sim/requests') {
       return send(200, sim.resetRequests());
+    }
+    if (key === 'POST /_sim/retire-v7' || key === 'DELETE /_sim/retire-v7') {
+      sim.retireV7(method === 'POST');
+      return send(200, { v7Retired: method === 'POST' });
     }
     if (key === 'POST /_sim/clock') {
       const body = (await readJson(req)) as { advanceMs?: unknown } | undefined;

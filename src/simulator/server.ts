@@ -19,6 +19,7 @@ import {
   type V7WarningRecord,
 } from './records.js';
 import { parseScenario, type Scenario, type ScenarioStep } from './scenario.js';
+import { V7InV1 } from './v7-in-v1.js';
 import { warningRoutes } from './warning-routes.js';
 
 export interface SimulatorOptions {
@@ -34,6 +35,8 @@ export interface SimulatorOptions {
   apiKey?: string;
   /** When set, `Authorization: Bearer` EdDSA tokens are verified with this SPKI PEM. */
   jwtPublicKeyPem?: string;
+  /** Start with the v7 warning endpoints retired (403 "Deprecated"), as QWeather has them. */
+  v7Retired?: boolean;
   /** The simulated clock (v1 cancel-message expiry, updateTime, compact-record defaults). */
   now?: () => Date;
   logger?: Logger;
@@ -56,6 +59,8 @@ export interface SimulatorState {
   listedOverride: readonly string[] | null;
   alerts: readonly V1AreaAlert[];
   faults: ActiveFault[];
+  /** The v7 warning endpoints answer 403 "Deprecated". */
+  v7Retired: boolean;
 }
 
 export interface Simulator {
@@ -79,6 +84,8 @@ export interface Simulator {
   resetRequests(): void;
   /** Moves the simulated clock forward (on top of `now`). */
   advanceClock(ms: number): Date;
+  /** Retires the v7 warning endpoints (403 "Deprecated"), or serves them again. */
+  retireV7(retired?: boolean): void;
   state(): SimulatorState;
 }
 
@@ -118,7 +125,13 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
   const timers = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
   let closed = false;
 
+  const v7InV1 = new V7InV1(geo);
+  let v7Retired = o.v7Retired ?? false;
+  const retireV7 = (retired = true) => {
+    v7Retired = retired;
+  };
   const changed = () => {
+    v7InV1.invalidate();
     updatedAt = clock();
     warningNowCache.clear();
   };
@@ -197,6 +210,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       listedOverride,
       alerts: alertBoard.alerts,
       faults: faults.list(),
+      v7Retired,
     };
   }
 
@@ -360,6 +374,24 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
     let quirks: readonly Quirk[] = [];
     let malformed = false;
     let badGzip: BadGzip | undefined;
+    const answerDeprecated = () =>
+      write(
+        res,
+        403,
+        JSON.stringify(
+          problem(
+            403,
+            'Deprecated',
+            'This API has been deprecated, please use the Weather Alert API (v1).',
+          ),
+        ),
+        { gzip, contentType: 'application/problem+json' },
+      );
+    if (v7Retired && (r.op === 'warningNow' || r.op === 'warningList')) {
+      // As QWeather since the retirement of its v7 warning endpoints (facts note).
+      answerDeprecated();
+      return;
+    }
     const fault = faults.take(r.op, location);
     if (fault) {
       switch (fault.kind) {
@@ -392,18 +424,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
           );
           return;
         case 'deprecated':
-          write(
-            res,
-            403,
-            JSON.stringify(
-              problem(
-                403,
-                'Deprecated',
-                'This API has been deprecated, please use the Weather Alert API (v1).',
-              ),
-            ),
-            { gzip, contentType: 'application/problem+json' },
-          );
+          answerDeprecated();
           return;
         case 'rateLimit':
           write(res, 429, JSON.stringify(problem(429)), {
@@ -485,7 +506,10 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
           break;
         case 'weatherAlert':
           body = weatherAlertBody(
-            (lat, lon) => alertBoard.at(lat, lon, clock().getTime()),
+            (lat, lon) => [
+              ...alertBoard.at(lat, lon, clock().getTime()),
+              ...v7InV1.at(lat, lon, warnings),
+            ],
             r.lat!,
             r.lon!,
             q,
@@ -544,6 +568,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       return counts;
     },
     advanceClock,
+    retireV7,
   };
 
   const server = createServer((req, res) => {
@@ -612,6 +637,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       counts = emptyCounts();
     },
     advanceClock,
+    retireV7,
     state,
   };
 }
