@@ -56,7 +56,8 @@ export class AuthError extends QWeatherError {
 /** The endpoint was retired (403 problem+json "Deprecated"); v7 warnings end in 2026. */
 export class DeprecatedEndpointError extends QWeatherError {
   override name = 'DeprecatedEndpointError';
-  readonly hint = 'set QWEATHER_ALERT_SOURCE=v1 to use the Weather Alert v1 API';
+  readonly hint =
+    'set QWEATHER_ALERT_SOURCE=v1 to use the Weather Alert v1 API (auto, the default, switches by itself)';
 }
 
 export class RateLimitError extends QWeatherError {
