@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { BadRequestError, DeprecatedEndpointError } from '../qweather/errors.js';
+import { DeprecatedEndpointError, isRetiredEndpoint } from '../qweather/errors.js';
 
 /**
  * Which warning API the deployment polls (INTERFACE §10). `QWEATHER_ALERT_SOURCE=v7` or `v1`
@@ -22,16 +22,8 @@ export async function currentSource(db: Db, config: Config): Promise<PolledSourc
   return rows[0]?.source ?? 'v7';
 }
 
-/**
- * A v7 warning call answered that the endpoint is gone: 403 "Deprecated", or a real HTTP 404
- * on the warning path (an old-style `{"code":"404"}` in a 200 answer is "no such location").
- */
-export function isV7Retirement(err: unknown): boolean {
-  return (
-    err instanceof DeprecatedEndpointError ||
-    (err instanceof BadRequestError && err.httpStatus === 404)
-  );
-}
+/** A v7 warning call found the endpoint gone (src/qweather/errors.ts). */
+export const isV7Retirement = isRetiredEndpoint;
 
 /** Records the switch to v1; only the process that records it logs it (once per deployment). */
 export async function switchToV1(

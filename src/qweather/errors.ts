@@ -122,3 +122,14 @@ export class TimeoutError extends QWeatherError {
     super(message, details);
   }
 }
+
+/**
+ * A v7 warning call answered that the endpoint is gone: 403 "Deprecated", or a real HTTP 404
+ * on the warning path (an old-style `{"code":"404"}` in a 200 answer is "no such location").
+ */
+export function isRetiredEndpoint(err: unknown): boolean {
+  return (
+    err instanceof DeprecatedEndpointError ||
+    (err instanceof BadRequestError && err.httpStatus === 404)
+  );
+}
