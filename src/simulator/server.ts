@@ -5,13 +5,13 @@ import { importSPKI, jwtVerify, type CryptoKey } from 'jose';
 import type { Logger } from '../logger.js';
 import { AlertBoard, weatherAlertBody } from './alert-routes.js';
 import { handleControl, type SimulatorControls } from './control-routes.js';
+import { answerDeprecated, answerFault, NO_FAULT } from './fault-answers.js';
 import { FaultTable, OPERATIONS, type ActiveFault, type Fault, type Operation } from './faults.js';
 import { geoRoutes, type Body } from './geo-routes.js';
 import { GeoIndex, nameLang } from './geo.js';
-import { ApiError, langParam, problem, write, type BadGzip, type Params } from './http.js';
+import { ApiError, langParam, problem, write, type Params } from './http.js';
 import { builtinPlaces, type PlaceData } from './places.js';
 import {
-  ALL_QUIRKS,
   SimulatorInputError,
   applyRecordQuirks,
   type Quirk,
@@ -371,97 +371,24 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       return;
     }
 
-    let quirks: readonly Quirk[] = [];
-    let malformed = false;
-    let badGzip: BadGzip | undefined;
-    const answerDeprecated = () =>
-      write(
-        res,
-        403,
-        JSON.stringify(
-          problem(
-            403,
-            'Deprecated',
-            'This API has been deprecated, please use the Weather Alert API (v1).',
-          ),
-        ),
-        { gzip, contentType: 'application/problem+json' },
-      );
     if (v7Retired && (r.op === 'warningNow' || r.op === 'warningList')) {
       // As QWeather since the retirement of its v7 warning endpoints (facts note).
-      answerDeprecated();
+      answerDeprecated(res, gzip);
       return;
     }
     const fault = faults.take(r.op, location);
-    if (fault) {
-      switch (fault.kind) {
-        case 'hang':
-          hanging.add(res);
-          res.once('close', () => hanging.delete(res));
-          return;
-        case 'delay':
-          if (!(await sleep(fault.ms))) return;
-          break;
-        case 'code':
-          write(res, 200, JSON.stringify({ code: fault.code }), { gzip });
-          return;
-        case 'problem':
-          write(
-            res,
-            fault.status,
-            JSON.stringify(
-              problem(
-                fault.status,
-                fault.title,
-                fault.detail,
-                fault.type ? { type: fault.type } : undefined,
-              ),
-            ),
-            {
-              gzip,
-              contentType: 'application/problem+json',
-            },
-          );
-          return;
-        case 'deprecated':
-          answerDeprecated();
-          return;
-        case 'rateLimit':
-          write(res, 429, JSON.stringify(problem(429)), {
-            gzip,
-            contentType: 'application/problem+json',
-            headers:
-              fault.retryAfterSeconds !== undefined
-                ? { 'retry-after': String(fault.retryAfterSeconds) }
-                : {},
-          });
-          return;
-        case 'http':
-          write(res, fault.status, fault.body ?? '', {
-            gzip: false,
-            contentType: fault.contentType ?? 'text/html; charset=utf-8',
-          });
-          return;
-        case 'malformedJson':
-          malformed = true;
-          break;
-        case 'corruptGzip':
-          badGzip = 'corrupt';
-          break;
-        case 'gzipBomb':
-          badGzip = 'bomb';
-          break;
-        case 'forceGzip':
-          gzip = true;
-          break;
-        case 'noGzip':
-          gzip = false;
-          break;
-        case 'quirks':
-          quirks = (fault.quirks as Quirk[] | undefined) ?? ALL_QUIRKS;
-          break;
-      }
-    }
+    const effect = fault
+      ? await answerFault(res, fault, gzip, {
+          hang() {
+            hanging.add(res);
+            res.once('close', () => hanging.delete(res));
+          },
+          sleep,
+        })
+      : NO_FAULT;
+    if (effect.answered) return;
+    gzip = effect.gzip ?? gzip;
+    const { quirks, malformed, badGzip } = effect;
 
     const at = clock();
     try {
