@@ -31,6 +31,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
     load: () => import('./cli/simulate.js'),
   },
   demo: { summary: 'the whole pipeline on built-in defaults', load: () => import('./cli/demo.js') },
+  plan: {
+    summary: 'upstream calls and cost of the subscriptions, v7 and v1',
+    load: () => import('./cli/plan.js'),
+  },
   deliveries: { summary: 'list deliveries', load: () => import('./cli/deliveries.js') },
   redeliver: { summary: 'send deliveries again', load: () => import('./cli/redeliver.js') },
 };

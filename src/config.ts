@@ -44,7 +44,9 @@ const envSchema = z.object({
   QWEATHER_JWT_KEY_ID: optional(z.string().min(1)),
   QWEATHER_JWT_PROJECT_ID: optional(z.string().min(1)),
   QWEATHER_JWT_PRIVATE_KEY: optional(z.string().min(1)),
-  QWEATHER_ALERT_SOURCE: optional(z.enum(['v7', 'v1'])),
+  QWEATHER_ALERT_SOURCE: optional(z.enum(['auto', 'v7', 'v1'])),
+  V1_POINTS: optional(z.enum(['exact', 'place'])),
+  QWEATHER_MONTHLY_CALLS: optional(int(1, 1_000_000_000_000)),
   QWEATHER_QPM: optional(int(1, 1_000_000)),
   QWEATHER_TIMEOUT_MS: optional(int(100, 120_000)),
   WARNING_RANGE: optional(z.string().regex(/^[a-z]{2}$/, 'must be a two-letter country code')),
@@ -100,7 +102,12 @@ export interface Config {
     readonly apiKey: string | undefined;
     readonly keyTransport: 'query' | 'header';
     readonly jwt: JwtCredentials | undefined;
-    readonly alertSource: 'v7' | 'v1';
+    /** `auto`: v7 while QWeather serves it, then v1 for good (src/pipeline/upstream-source.ts). */
+    readonly alertSource: 'auto' | 'v7' | 'v1';
+    /** How subscriptions become v1 points (src/domain/points.ts). */
+    readonly v1Points: 'exact' | 'place';
+    /** A monthly call budget: the v1 cycle is lengthened to fit (src/domain/plan.ts). */
+    readonly monthlyCalls: number | undefined;
     readonly qpm: number;
     readonly timeoutMs: number;
   };
@@ -209,7 +216,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       apiKey: e.QWEATHER_API_KEY,
       keyTransport: e.QWEATHER_KEY_TRANSPORT ?? 'query',
       jwt,
-      alertSource: e.QWEATHER_ALERT_SOURCE ?? 'v7',
+      // v7's warning endpoints are being retired (notes/qweather-facts.md): follow QWeather.
+      alertSource: e.QWEATHER_ALERT_SOURCE ?? 'auto',
+      v1Points: e.V1_POINTS ?? 'exact',
+      monthlyCalls: e.QWEATHER_MONTHLY_CALLS,
       // 3000 queries per minute is QWeather's pay-as-you-go project limit.
       qpm: e.QWEATHER_QPM ?? 3000,
       timeoutMs: e.QWEATHER_TIMEOUT_MS ?? 10_000,

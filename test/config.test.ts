@@ -5,7 +5,9 @@ describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig({});
     expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
-    expect(config.qweather.alertSource).toBe('v7');
+    expect(config.qweather.alertSource).toBe('auto');
+    expect(config.qweather.v1Points).toBe('exact');
+    expect(config.qweather.monthlyCalls).toBeUndefined();
     expect(config.warningRange).toBe('cn');
     expect(config.pollIntervalSeconds).toBe(300);
     expect(config.webhookAllowPrivate).toBe(false);

@@ -12,7 +12,7 @@ import {
 import { parseCommandLine, UsageError } from './command.js';
 
 const USAGE =
-  'usage: qwn simulate [--port P] [--host H] [--scenario FILE] [--places DIR] [--key K] [--jwt-public-key PEM_FILE]';
+  'usage: qwn simulate [--port P] [--host H] [--scenario FILE] [--places DIR] [--key K] [--jwt-public-key PEM_FILE] [--retire-v7]';
 
 /** `qwn simulate`: the built-in QWeather simulator in the foreground until SIGINT/SIGTERM. */
 export async function run(argv: string[]): Promise<number> {
@@ -25,6 +25,8 @@ export async function run(argv: string[]): Promise<number> {
       places: { type: 'string' },
       key: { type: 'string' },
       'jwt-public-key': { type: 'string' },
+      // As QWeather today: the v7 warning paths answer 403 "Deprecated".
+      'retire-v7': { type: 'boolean' },
     },
     'simulate',
   );
@@ -75,6 +77,7 @@ export async function run(argv: string[]): Promise<number> {
       scenario,
       apiKey: values.key,
       jwtPublicKeyPem,
+      v7Retired: values['retire-v7'] === true,
       logger,
     });
   } catch (err) {

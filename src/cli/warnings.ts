@@ -1,5 +1,6 @@
 import type { Warning } from '../domain/warning.js';
 import type { QWeatherClient } from '../qweather/client.js';
+import { isRetiredEndpoint } from '../qweather/errors.js';
 import { parseCoordinates } from '../qweather/params.js';
 import { UsageError } from './command.js';
 import { stringOption, withClient } from './qweather-command.js';
@@ -36,7 +37,13 @@ export async function run(argv: string[]): Promise<number> {
     const shown =
       config.qweather.alertSource === 'v1'
         ? await fromV1(client, location, lang)
-        : await fromV7(client, location, lang);
+        : await fromV7(client, location, lang).catch((err: unknown) => {
+            // auto (the default) follows QWeather to v1 once v7 is retired (INTERFACE §10).
+            if (config.qweather.alertSource === 'auto' && isRetiredEndpoint(err)) {
+              return fromV1(client, location, lang);
+            }
+            throw err;
+          });
     if (shown === undefined) {
       console.error(`qwn warnings: no place found for "${location}"`);
       return 1;

@@ -7,6 +7,8 @@ import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
 import { DELIVER_QUEUES } from '../pipeline/queues.js';
+import { fitPollToBudget } from '../pipeline/poll-budget.js';
+import { currentSource } from '../pipeline/upstream-source.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import {
   ensureRecurring,
@@ -56,6 +58,7 @@ export async function run(argv: string[]): Promise<number> {
     prefix: config.queuePrefix,
     readRedisConfig: (name) => redis.config('GET', name),
     startedAt,
+    upstreamSource: () => currentSource(ctx.db, config),
   });
 
   // Production hygiene (STYLE §12): nothing dies silently or unstructured.
@@ -120,13 +123,18 @@ export async function run(argv: string[]): Promise<number> {
       workers = startWorkers(ctx, redis, ['poll', 'check', ...DELIVER_QUEUES, 'sweep']);
       // Redis losing its keys (restart without persistence, flush) would otherwise stop all
       // polling for good (found by the fault suite: test/faults/infrastructure.test.ts).
+      // QWEATHER_MONTHLY_CALLS: the v1 cycle is lengthened to fit (src/pipeline/poll-budget.ts).
+      metrics.pollInterval.set(await fitPollToBudget(ctx, logger));
       schedulerCheck = setInterval(() => {
-        ensureRecurring(ctx).then(
-          (declared) => {
+        ensureRecurring(ctx)
+          .then((declared) => {
             if (declared) logger.warn('recurring jobs were missing from Redis, declared again');
-          },
-          (err: unknown) => logger.warn({ err }, 'could not check the recurring jobs'),
-        );
+            return fitPollToBudget(ctx, logger);
+          })
+          .then(
+            (seconds) => metrics.pollInterval.set(seconds),
+            (err: unknown) => logger.warn({ err }, 'could not check the recurring jobs'),
+          );
       }, SCHEDULER_CHECK_MS);
       logger.info(
         {

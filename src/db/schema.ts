@@ -181,6 +181,11 @@ export const alertPoints = pgTable(
     lastOkAt: tstz('last_ok_at'),
     /** The last cycle whose check of this point was applied: a re-run check does nothing. */
     lastCycleId: uuid('last_cycle_id'),
+    /**
+     * When the point took over the warnings still open from v7 at the places watching it
+     * (src/pipeline/handover.ts): null until its first applied v1 check.
+     */
+    v7AdoptedAt: tstz('v7_adopted_at'),
     createdAt: tstz('created_at').notNull().defaultNow(),
   },
   (t) => [
@@ -231,6 +236,26 @@ export const warnings = pgTable(
 );
 
 /** A poll cycle: one warning-list call and the checks it caused. */
+/**
+ * The deployment's upstream source under `QWEATHER_ALERT_SOURCE=auto` (INTERFACE §10): no row
+ * while v7 is served; one row once QWeather retired it, so that every worker and `poll --once`
+ * poll v1 from then on. One row at most (the key is always true).
+ */
+export const upstreamSource = pgTable(
+  'upstream_source',
+  {
+    singleton: boolean('singleton').primaryKey().default(true),
+    source: text('source').notNull(),
+    switchedAt: tstz('switched_at').notNull().defaultNow(),
+    /** What made the switch: the operation and the upstream's answer. */
+    reason: text('reason').notNull(),
+  },
+  (t) => [
+    check('upstream_source_singleton', sql`${t.singleton}`),
+    check('upstream_source_source', sql`${t.source} IN ('v1')`),
+  ],
+);
+
 export const pollCycles = pgTable(
   'poll_cycles',
   {
@@ -251,6 +276,8 @@ export const pollCycles = pgTable(
     eventsExpired: integer('events_expired').notNull().default(0),
     deliveriesCreated: integer('deliveries_created').notNull().default(0),
     error: text('error'),
+    /** The warning source the cycle polled: v7 or v1 (INTERFACE §10). */
+    source: text('source'),
   },
   (t) => [
     check('poll_cycles_status', sql`${t.status} IN ('running', 'done', 'failed')`),

@@ -44,19 +44,52 @@ export function parsePointKey(key: string): Point | null {
 }
 
 /**
- * The points one subscription watches: the points stored with it (from `lon,lat` entries), else
- * its place's own coordinates; none when the place has no coordinates (v7-only data).
+ * How subscriptions become points (`V1_POINTS`). `exact`: the points stored with a subscription
+ * (from `lon,lat` entries), else its place's coordinates. `place`: a subscription in China is
+ * polled at its place's own coordinates even when it was seeded with exact ones, so the calls a
+ * cycle makes are bounded by the watched places (a county's centre stands for the county, as a
+ * v7 Location ID did); abroad, where places can be far apart, the exact points stay.
  */
-export function subscriptionPointKeys(
-  place: { lat: number | null; lon: number | null } | null,
-  points: readonly string[] | null,
-): string[] {
-  if (points !== null) {
-    return [...new Set(points.filter((key) => parsePointKey(key) !== null))].sort();
-  }
+export type V1PointsMode = 'exact' | 'place';
+
+export interface PointPlace {
+  readonly lat: number | null;
+  readonly lon: number | null;
+  /** The place's Location ID and country, to tell a place in China (V1_POINTS=place). */
+  readonly place_id?: string | null;
+  readonly country?: string | null;
+}
+
+/** China's QWeather Location IDs are 9 digits beginning 101; the country field says it too. */
+export function isPlaceInChina(place: PointPlace): boolean {
+  const country = place.country?.trim().toLowerCase();
+  if (country) return country === '中国' || country === 'china' || country === 'cn';
+  return /^101\d{6}$/.test(place.place_id ?? '');
+}
+
+function placePoint(place: PointPlace | null): string[] {
   if (place?.lat == null || place.lon == null) return [];
   const point = pointAt(place.lat, place.lon);
   return point ? [point.key] : [];
+}
+
+/**
+ * The points one subscription watches (see `V1PointsMode`); none when it has no stored points
+ * and its place has no coordinates (v7-only data).
+ */
+export function subscriptionPointKeys(
+  place: PointPlace | null,
+  points: readonly string[] | null,
+  mode: V1PointsMode = 'exact',
+): string[] {
+  if (mode === 'place' && place && isPlaceInChina(place)) {
+    const centre = placePoint(place);
+    if (centre.length > 0) return centre;
+  }
+  if (points !== null) {
+    return [...new Set(points.filter((key) => parsePointKey(key) !== null))].sort();
+  }
+  return placePoint(place);
 }
 
 /**

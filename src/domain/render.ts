@@ -51,6 +51,8 @@ export interface WebhookV1Fields {
   /** `color.code`, lower-case: white, blue, green, yellow, orange, red, black. */
   color: string | null;
   instruction: string | null;
+  /** When this alert continues a warning told from v7: the alert's own v1 id (`id` is v7's). */
+  v1Id?: string;
 }
 
 export interface WebhookBody {
@@ -104,7 +106,12 @@ export function webhookPayload(n: Notification): WebhookBody {
         text: w.text,
         related: w.related[0] ?? null,
         ...(w.source === 'v1'
-          ? { source: 'v1' as const, color: w.color, instruction: w.instruction }
+          ? {
+              source: 'v1' as const,
+              color: w.color,
+              instruction: w.instruction,
+              ...(w.v1Id ? { v1Id: w.v1Id } : {}),
+            }
           : {}),
       },
       supersedes: [...n.supersedes],

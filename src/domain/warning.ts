@@ -76,6 +76,11 @@ export interface Warning {
   readonly instruction: string | null;
   /** The record exactly as received, kept for the archive and for debugging. */
   readonly raw: unknown;
+  /**
+   * Set when a v1 alert continues a warning first told from v7 (src/domain/handover.ts): the
+   * alert's own id, while `id` stays the v7 id subscribers know.
+   */
+  readonly v1Id?: string;
 }
 
 /** QWeather's own assumption for a warning with no end time: valid 24 hours from its start. */

@@ -74,6 +74,8 @@ export interface MetricsSources {
   /** Cycles that finished before this are someone else's history. */
   readonly startedAt?: Date;
   readonly defaultMetrics?: boolean;
+  /** The warning API the deployment polls now (src/pipeline/upstream-source.ts). */
+  readonly upstreamSource?: () => Promise<'v7' | 'v1'>;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -98,6 +100,8 @@ export class OpsMetrics implements JobObserver {
   readonly messagesHeld: Gauge;
   readonly subscribersDisabled: Gauge<'channel'>;
   readonly redisPolicy: Gauge<'policy'>;
+  readonly upstreamSource: Gauge<'source'>;
+  readonly pollInterval: Gauge;
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
@@ -141,6 +145,17 @@ export class OpsMetrics implements JobObserver {
       name: 'qwn_queue_jobs',
       help: 'Jobs per queue and state (read on scrape)',
       labelNames: ['queue', 'state'],
+      registers,
+    });
+    this.upstreamSource = new Gauge({
+      name: 'qwn_upstream_source',
+      help: 'The warning API the deployment polls: 1 for the source in use (read on scrape)',
+      labelNames: ['source'],
+      registers,
+    });
+    this.pollInterval = new Gauge({
+      name: 'qwn_poll_interval_seconds',
+      help: 'The poll period in use: POLL_INTERVAL_SECONDS, or longer to fit QWEATHER_MONTHLY_CALLS',
       registers,
     });
     this.oldestWaiting = new Gauge({
@@ -339,6 +354,14 @@ export class OpsMetrics implements JobObserver {
     if (policy !== null) this.redisPolicy.set({ policy }, 1);
   }
 
+  async #collectSource(): Promise<void> {
+    if (!this.#sources.upstreamSource) return;
+    const current = await this.#sources.upstreamSource();
+    for (const source of ['v7', 'v1'] as const) {
+      this.upstreamSource.set({ source }, source === current ? 1 : 0);
+    }
+  }
+
   /** Brings the read-on-scrape series up to date; a failing source leaves its last values. */
   async collect(): Promise<void> {
     const results = await Promise.allSettled([
@@ -347,6 +370,7 @@ export class OpsMetrics implements JobObserver {
       this.#collectOldestDue(),
       this.#collectSubscribers(),
       this.#collectRedisPolicy(),
+      this.#collectSource(),
     ]);
     for (const r of results) {
       if (r.status === 'rejected') {

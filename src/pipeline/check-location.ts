@@ -14,6 +14,7 @@ import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import { enqueueFirstAttempts } from './deliver.js';
+import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import {
   insertNotifications,
   NOTHING_INSERTED,
@@ -190,8 +191,13 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     // A failed call is never read as "the warning ended" (DESIGN invariant 3): detection does
     // not run, and the stored state stays as it was.
     fetch = { ok: false };
-    ctx.onUpstreamResult?.('warningNow', err);
-    log.warn({ err }, 'warning check failed');
+    if (ctx.config.qweather.alertSource === 'auto' && isV7Retirement(err)) {
+      // QWeather retired v7 (INTERFACE §10): the next cycle polls v1.
+      await switchToV1(ctx.db, log, { operation: 'warningNow', err, now: ctx.now() });
+    } else {
+      ctx.onUpstreamResult?.('warningNow', err);
+      log.warn({ err }, 'warning check failed');
+    }
   }
   const now = ctx.now();
   const settings = {

@@ -12,12 +12,14 @@ import {
   type TrackedState,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
+import { continueHandedOver } from '../domain/handover.js';
 import {
   expiryOwedToSubscriber,
   parsePointKey,
   POINT_KEY_PATTERN,
   subscriptionPointKeys,
   type Point,
+  type V1PointsMode,
 } from '../domain/points.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
@@ -34,10 +36,11 @@ import {
   type InsertedNotifications,
   type NewNotification,
 } from './notification-ledger.js';
+import { adoptV7Warnings } from './handover.js';
 import { markSeen, readTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
 /**
- * The v1 check (QWEATHER_ALERT_SOURCE=v1): one watched point, `GET /weatheralert/v1/current/
+ * The v1 check (QWEATHER_ALERT_SOURCE=v1, or auto once v7 is retired): one watched point, `GET /weatheralert/v1/current/
  * {lat}/{lon}`, detection against the alerts tracked at that point, and one transaction writing
  * warnings, events and delivery rows, as `runCheck` does for a v7 place.
  *
@@ -65,6 +68,7 @@ interface PointRow {
   last_cycle_id: string | null;
   last_fetched_at: Date | null;
   last_tag: string | null;
+  v7_adopted_at: Date | null;
 }
 
 interface PointSubscriptionRow {
@@ -76,6 +80,7 @@ interface PointSubscriptionRow {
   types: string[] | null;
   events: EventType[] | null;
   points: string[] | null;
+  country: string | null;
   lat: number | null;
   lon: number | null;
 }
@@ -90,23 +95,26 @@ const lockAlert = (tx: Tx, alertId: string) =>
   tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`qwn-alert/${alertId}`}, 0))`);
 
 /** Active subscriptions that watch this point, through stored points or their place. */
-async function subscriptionsAt(tx: Tx, point: Point): Promise<PointSubscriptionRow[]> {
+async function subscriptionsAt(
+  tx: Tx,
+  point: Point,
+  mode: V1PointsMode,
+): Promise<PointSubscriptionRow[]> {
   // Coordinates are rounded in JS (as the client rounds them); SQL only narrows the candidates.
   const rows = await queryRows<PointSubscriptionRow>(
     tx,
     sql`SELECT s.subscriber_id, s.place_id, s.min_level, s.types, s.events, s.points,
-          p.lat, p.lon, ${SUBSCRIBER_DELIVERY_COLUMNS}
+          p.country, p.lat, p.lon, ${SUBSCRIBER_DELIVERY_COLUMNS}
         FROM subscriptions s
         JOIN subscribers u ON u.id = s.subscriber_id
         LEFT JOIN places p ON p.id = s.place_id
         WHERE ${SUBSCRIBER_RECEIVES} AND (
           s.points @> ARRAY[${point.key}]::text[]
-          OR (s.points IS NULL
-              AND p.lat BETWEEN ${point.lat - 0.01} AND ${point.lat + 0.01}
+          OR (p.lat BETWEEN ${point.lat - 0.01} AND ${point.lat + 0.01}
               AND p.lon BETWEEN ${point.lon - 0.01} AND ${point.lon + 0.01}))
         ORDER BY s.subscriber_id, s.place_id`,
   );
-  return rows.filter((row) => subscriptionPointKeys(row, row.points).includes(point.key));
+  return rows.filter((row) => subscriptionPointKeys(row, row.points, mode).includes(point.key));
 }
 
 /** For each subscriber, the states of one alert at the other points they watch. */
@@ -115,24 +123,28 @@ async function statesElsewhere(
   point: Point,
   alertId: string,
   subscriberIds: readonly string[],
+  mode: V1PointsMode,
 ): Promise<Map<string, TrackedState[]>> {
   const result = new Map<string, TrackedState[]>();
   if (subscriberIds.length === 0) return result;
   const watched = await queryRows<{
     subscriber_id: string;
+    place_id: string;
     points: string[] | null;
+    country: string | null;
     lat: number | null;
     lon: number | null;
   }>(
     tx,
-    sql`SELECT s.subscriber_id, s.points, p.lat, p.lon
+    sql`SELECT s.subscriber_id, s.place_id, s.points, p.country, p.lat, p.lon
         FROM subscriptions s LEFT JOIN places p ON p.id = s.place_id
         WHERE s.subscriber_id = ANY(${sql.param(subscriberIds)}::uuid[])`,
   );
   const others = new Map<string, Set<string>>();
   for (const row of watched) {
     const keys = others.get(row.subscriber_id) ?? new Set<string>();
-    for (const key of subscriptionPointKeys(row, row.points)) if (key !== point.key) keys.add(key);
+    for (const key of subscriptionPointKeys(row, row.points, mode))
+      if (key !== point.key) keys.add(key);
     others.set(row.subscriber_id, keys);
   }
   const allKeys = [...new Set([...others.values()].flatMap((keys) => [...keys]))];
@@ -171,6 +183,7 @@ async function writePointEvents(
     detected: DetectedEvent[];
     attributions: string[];
     now: Date;
+    mode: V1PointsMode;
   },
 ): Promise<{ created: InsertedNotifications; counted: Record<EventType, number> }> {
   const counted = NO_EVENTS();
@@ -201,7 +214,7 @@ async function writePointEvents(
   );
   const already = new Set(reportedElsewhere.map((r) => `${r.type}\u0000${r.warning_id}`));
 
-  const subscriptions = await subscriptionsAt(tx, input.point);
+  const subscriptions = await subscriptionsAt(tx, input.point, input.mode);
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
   const rows: NewNotification[] = [];
   for (const event of inserted) {
@@ -220,9 +233,13 @@ async function writePointEvents(
       }
     }
     if (detected.type === 'expired' && chosen.size > 0) {
-      const elsewhere = await statesElsewhere(tx, input.point, detected.warningId, [
-        ...chosen.keys(),
-      ]);
+      const elsewhere = await statesElsewhere(
+        tx,
+        input.point,
+        detected.warningId,
+        [...chosen.keys()],
+        input.mode,
+      );
       for (const [subscriberId, states] of elsewhere) {
         if (!expiryOwedToSubscriber(states)) chosen.delete(subscriberId);
       }
@@ -291,6 +308,7 @@ export async function runCheckPoint(
   }
   const now = ctx.now();
   const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
+  const mode = ctx.config.qweather.v1Points;
 
   let unchangedTag = false;
   let created = NOTHING_INSERTED();
@@ -302,7 +320,7 @@ export async function runCheckPoint(
     // Serializes checks of one point across processes and cycles.
     const [row] = await queryRows<PointRow>(
       tx,
-      sql`SELECT last_cycle_id, last_fetched_at, last_tag FROM alert_points
+      sql`SELECT last_cycle_id, last_fetched_at, last_tag, v7_adopted_at FROM alert_points
           WHERE id = ${point.key} FOR UPDATE`,
     );
     const result = emptyOutcome(fetch.ok);
@@ -310,12 +328,26 @@ export async function runCheckPoint(
     const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
 
     if (fetch.ok && apply) {
+      const adopting = row !== undefined && row.v7_adopted_at === null;
+      if (adopting) {
+        // The first applied v1 answer here: take over what v7 left open (src/pipeline/handover.ts).
+        const watching = await subscriptionsAt(tx, point, mode);
+        await adoptV7Warnings(
+          tx,
+          point,
+          watching.map((sub) => sub.place_id),
+          now,
+        );
+      }
       const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
       const tracked = await readTracked(tx, point.key, windowStart);
+      // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
+      const alerts = continueHandedOver(tracked, fetch.warnings);
       // The same tag means the same alerts as the last applied answer: nothing to diff. Unless
       // an alert is waiting for its end to be confirmed: each successful answer without it is
       // one more miss, whatever the tag.
       unchangedTag =
+        !adopting &&
         answer.tag !== null &&
         answer.tag === row?.last_tag &&
         !tracked.some((t) => t.state === 'open' && t.misses > 0);
@@ -323,11 +355,16 @@ export async function runCheckPoint(
         await markSeen(
           tx,
           point.key,
-          fetch.warnings.map((w) => w.id),
+          alerts.map((w) => w.id),
           now,
         );
       } else {
-        const detected = detectChanges({ tracked, fetch, now, settings });
+        const detected = detectChanges({
+          tracked,
+          fetch: { ok: true, warnings: alerts },
+          now,
+          settings,
+        });
         const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
         // Before any write: a check of another point reporting the same alert waits here, then
         // sees what this one committed (the expiry rule reads other points' states).
@@ -340,6 +377,7 @@ export async function runCheckPoint(
           detected: detected.events,
           attributions: answer.attributions,
           now,
+          mode,
         });
         created = written.created;
         result.deliveries = created.count;

@@ -1,22 +1,32 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
-import { parsePointKey, subscriptionPointKeys } from '../domain/points.js';
+import type { Db } from '../db/client.js';
+import { parsePointKey, subscriptionPointKeys, type V1PointsMode } from '../domain/points.js';
 import type { Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
 
 /**
- * The v1 side of a poll cycle (QWEATHER_ALERT_SOURCE=v1). v1 has no "locations with alerts"
+ * The v1 side of a poll cycle (QWEATHER_ALERT_SOURCE=v1, or auto once v7 is retired). v1 has no "locations with alerts"
  * list, so every watched point is checked every cycle; points are shared, so the cost is one
  * call per distinct point, however many subscribers watch it.
  */
-export async function watchedPoints(ctx: PipelineContext): Promise<{
+export async function watchedPoints(
+  db: Db,
+  mode: V1PointsMode,
+): Promise<{
   points: string[];
   /** Active subscriptions that cannot be watched in v1: their place has no coordinates. */
   withoutCoordinates: number;
 }> {
-  const rows = await queryRows<{ points: string[] | null; lat: number | null; lon: number | null }>(
-    ctx.db,
-    sql`SELECT s.points, p.lat, p.lon FROM subscriptions s
+  const rows = await queryRows<{
+    points: string[] | null;
+    place_id: string;
+    country: string | null;
+    lat: number | null;
+    lon: number | null;
+  }>(
+    db,
+    sql`SELECT s.points, s.place_id, p.country, p.lat, p.lon FROM subscriptions s
         JOIN subscribers u ON u.id = s.subscriber_id
         LEFT JOIN places p ON p.id = s.place_id
         WHERE u.active`,
@@ -24,7 +34,7 @@ export async function watchedPoints(ctx: PipelineContext): Promise<{
   const points = new Set<string>();
   let withoutCoordinates = 0;
   for (const row of rows) {
-    const keys = subscriptionPointKeys(row, row.points);
+    const keys = subscriptionPointKeys(row, row.points, mode);
     if (keys.length === 0) withoutCoordinates += 1;
     for (const key of keys) points.add(key);
   }
@@ -36,7 +46,7 @@ export async function watchedPoints(ctx: PipelineContext): Promise<{
  * holds the point's check state). Subscriptions that cannot be watched are reported once.
  */
 export async function pointsToCheck(ctx: PipelineContext, log: Logger): Promise<string[]> {
-  const { points, withoutCoordinates } = await watchedPoints(ctx);
+  const { points, withoutCoordinates } = await watchedPoints(ctx.db, ctx.config.qweather.v1Points);
   if (withoutCoordinates > 0) {
     log.warn(
       { subscriptions: withoutCoordinates },

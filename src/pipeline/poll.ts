@@ -8,6 +8,7 @@ import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from './context.js';
 import { pointsToCheck } from './poll-points.js';
 import { checkJobId } from './queues.js';
+import { currentSource, isV7Retirement, switchToV1, type PolledSource } from './upstream-source.js';
 
 export const POLL_JOB = 'poll';
 
@@ -15,7 +16,7 @@ export const POLL_JOB = 'poll';
 export const pollPayload = z.object({ jobKey: z.string().min(1).optional() });
 
 export type PollOutcome =
-  | { ok: true; cycleId: string; listed: number; planned: number }
+  | { ok: true; cycleId: string; source: PolledSource; listed: number; planned: number }
   | { ok: false; cycleId: string; error: string };
 
 /**
@@ -57,16 +58,8 @@ export async function runPoll(
 ): Promise<PollOutcome> {
   const cycleId = await openCycle(ctx, payload.jobKey);
   const log = ctx.logger.child({ job: POLL_JOB, cycleId });
-  // v1 has no list: every watched point is checked (src/pipeline/poll-points.ts).
-  if (ctx.config.qweather.alertSource === 'v1') {
-    // No list call in v1: `listed` stays 0 and every upstream call is a point check.
-    const points = await pointsToCheck(ctx, log);
-    return startChecks(ctx, log, cycleId, {
-      listed: 0,
-      listCalls: 0,
-      checks: points.map((pointId) => ({ key: pointId, data: { cycleId, pointId } })),
-    });
-  }
+  const source = await currentSource(ctx.db, ctx.config);
+  if (source === 'v1') return pollPoints(ctx, log, cycleId, { listCalls: 0, listErrors: 0 });
 
   let listedIds: string[];
   try {
@@ -75,12 +68,20 @@ export async function runPoll(
     listedIds = [...new Set(list.locationIds)];
     ctx.onUpstreamResult?.('warningList', null);
   } catch (err) {
+    if (ctx.config.qweather.alertSource === 'auto' && isV7Retirement(err)) {
+      // QWeather retired v7: the deployment follows it to v1 (INTERFACE §10), and this cycle
+      // polls v1 at once rather than failing. Not reported as an upstream failure: health and
+      // the call gate would hold back the v1 calls that replace it.
+      await switchToV1(ctx.db, log, { operation: 'warningList', err, now: ctx.now() });
+      return pollPoints(ctx, log, cycleId, { listCalls: 1, listErrors: 1 });
+    }
     ctx.onUpstreamResult?.('warningList', err);
     const message = scrub(err instanceof Error ? err.message : String(err));
     // A call held back by the circuit never reached the upstream: it is not counted as one.
     const called = err instanceof UpstreamCircuitOpenError ? 0 : 1;
     await ctx.db.execute(sql`
       UPDATE poll_cycles SET status = 'failed', finished_at = ${ctx.now()}, error = ${message},
+        source = 'v7',
         upstream_calls = upstream_calls + ${called}, upstream_errors = upstream_errors + ${called}
       WHERE id = ${cycleId}`);
     if (err instanceof DeprecatedEndpointError) {
@@ -120,9 +121,28 @@ export async function runPoll(
   }
 
   return startChecks(ctx, log, cycleId, {
+    source: 'v7',
     listed: listedIds.length,
     listCalls: 1,
+    listErrors: 0,
     checks: plan.map((placeId) => ({ key: placeId, data: { cycleId, placeId } })),
+  });
+}
+
+/** The v1 side of a cycle: no list; every watched point is checked (src/pipeline/poll-points.ts). */
+async function pollPoints(
+  ctx: PipelineContext,
+  log: Logger,
+  cycleId: string,
+  list: { listCalls: number; listErrors: number },
+): Promise<PollOutcome> {
+  const points = await pointsToCheck(ctx, log);
+  // `listed` stays 0: every upstream call of a v1 cycle is a point check.
+  return startChecks(ctx, log, cycleId, {
+    source: 'v1',
+    listed: 0,
+    ...list,
+    checks: points.map((pointId) => ({ key: pointId, data: { cycleId, pointId } })),
   });
 }
 
@@ -131,13 +151,20 @@ async function startChecks(
   ctx: PipelineContext,
   log: Logger,
   cycleId: string,
-  plan: { listed: number; listCalls: number; checks: { key: string; data: object }[] },
+  plan: {
+    source: PolledSource;
+    listed: number;
+    listCalls: number;
+    listErrors: number;
+    checks: { key: string; data: object }[];
+  },
 ): Promise<PollOutcome> {
   const planned = plan.checks.length;
   const finished = planned === 0;
   await ctx.db.execute(sql`
     UPDATE poll_cycles SET listed = ${plan.listed}, planned = ${planned},
       upstream_calls = upstream_calls + ${plan.listCalls},
+      upstream_errors = upstream_errors + ${plan.listErrors}, source = ${plan.source},
       status = ${finished ? 'done' : 'running'},
       finished_at = ${finished ? ctx.now() : null}
     WHERE id = ${cycleId}`);
@@ -148,6 +175,6 @@ async function startChecks(
       opts: { jobId: checkJobId(cycleId, check.key) },
     })),
   );
-  log.info({ listed: plan.listed, planned }, 'cycle planned');
-  return { ok: true, cycleId, listed: plan.listed, planned };
+  log.info({ source: plan.source, listed: plan.listed, planned }, 'cycle planned');
+  return { ok: true, cycleId, source: plan.source, listed: plan.listed, planned };
 }

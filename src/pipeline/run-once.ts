@@ -28,6 +28,8 @@ export interface CycleSummary {
   deliveries: MessageStates;
   /** The messages that carry them, and the held messages sent because their hold ended. */
   messages: MessageStates & { released: number };
+  /** The warning API the cycle polled (INTERFACE §10); null if it failed before choosing. */
+  source: 'v7' | 'v1' | null;
   ok: boolean;
   error?: string;
 }
@@ -43,13 +45,14 @@ interface CycleRow {
   events_cancel: number;
   events_expired: number;
   error: string | null;
+  source: 'v7' | 'v1' | null;
 }
 
 async function readCycle(ctx: PipelineContext, cycleId: string): Promise<CycleRow> {
   const [row] = await queryRows<CycleRow>(
     ctx.db,
     sql`SELECT status, listed, checked, upstream_calls, upstream_errors, events_new,
-          events_update, events_cancel, events_expired, error
+          events_update, events_cancel, events_expired, error, source
         FROM poll_cycles WHERE id = ${cycleId}`,
   );
   if (!row) throw new Error(`cycle ${cycleId} vanished`);
@@ -139,6 +142,7 @@ export async function runCycleOnce(
       },
       deliveries: states(notifications),
       messages: { ...states(messages), released: released.length },
+      source: cycle.source,
       ok: outcome.ok,
       ...(outcome.ok ? {} : { error: outcome.error }),
     };

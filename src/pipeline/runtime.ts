@@ -4,6 +4,7 @@ import { MissingSettingError, type Config } from '../config.js';
 import { openPostgres, type Database } from '../db/client.js';
 import { registerSecret, type Logger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
+import { legacyHostWarning } from '../qweather/hosts.js';
 import type { JobObserver, PipelineContext, UpstreamGate } from './context.js';
 import { EMAIL_DELIVER_JOBS } from './deliver.js';
 import { createQueues, createRedis } from './queues.js';
@@ -51,6 +52,16 @@ export function createRuntime(
   }
   if (!options.database && !config.databaseUrl) {
     throw new MissingSettingError('DATABASE_URL is not set');
+  }
+  if (needsUpstream) {
+    for (const [variable, url] of [
+      ['QWEATHER_API_URL', config.qweather.apiUrl],
+      ['QWEATHER_GEO_URL', config.qweather.geoUrl],
+    ] as const) {
+      const warning = legacyHostWarning(variable, url);
+      // Once per process: the worker and `poll --once` build one runtime each.
+      if (warning) logger.warn({ variable }, warning);
+    }
   }
   registerSecret(config.qweather.apiKey);
   registerSecret(config.qweather.jwt?.privateKeyPem);

@@ -139,20 +139,31 @@ const SWEEP_SCHEDULER_ID = 'sweep';
  * so one poll runs per period however many processes run (DESIGN § Choices).
  */
 export async function scheduleRecurring(ctx: PipelineContext): Promise<void> {
+  await schedulePoll(ctx, ctx.config.pollIntervalSeconds);
+  await ctx.queues.sweep.upsertJobScheduler(
+    SWEEP_SCHEDULER_ID,
+    { every: SWEEP_EVERY_MS },
+    { name: 'sweep', data: {} },
+  );
+}
+
+/** Declares (or re-declares with another period) the poll scheduler. */
+export async function schedulePoll(ctx: PipelineContext, everySeconds: number): Promise<void> {
   await ctx.queues.poll.upsertJobScheduler(
     POLL_SCHEDULER_ID,
-    { every: ctx.config.pollIntervalSeconds * 1000 },
+    { every: everySeconds * 1000 },
     {
       name: 'poll',
       data: {},
       opts: { attempts: 2, backoff: { type: 'exponential', delay: 5000 } },
     },
   );
-  await ctx.queues.sweep.upsertJobScheduler(
-    SWEEP_SCHEDULER_ID,
-    { every: SWEEP_EVERY_MS },
-    { name: 'sweep', data: {} },
-  );
+}
+
+/** The poll scheduler's period now, in seconds; null when Redis holds none. */
+export async function scheduledPollSeconds(ctx: PipelineContext): Promise<number | null> {
+  const scheduler = await ctx.queues.poll.getJobScheduler(POLL_SCHEDULER_ID);
+  return scheduler?.every ? Number(scheduler.every) / 1000 : null;
 }
 
 /** Often enough that a lost delivery is found again within a minute. */

@@ -56,7 +56,8 @@ export class AuthError extends QWeatherError {
 /** The endpoint was retired (403 problem+json "Deprecated"); v7 warnings end in 2026. */
 export class DeprecatedEndpointError extends QWeatherError {
   override name = 'DeprecatedEndpointError';
-  readonly hint = 'set QWEATHER_ALERT_SOURCE=v1 to use the Weather Alert v1 API';
+  readonly hint =
+    'set QWEATHER_ALERT_SOURCE=v1 to use the Weather Alert v1 API (auto, the default, switches by itself)';
 }
 
 export class RateLimitError extends QWeatherError {
@@ -120,4 +121,15 @@ export class TimeoutError extends QWeatherError {
   ) {
     super(message, details);
   }
+}
+
+/**
+ * A v7 warning call answered that the endpoint is gone: 403 "Deprecated", or a real HTTP 404
+ * on the warning path (an old-style `{"code":"404"}` in a 200 answer is "no such location").
+ */
+export function isRetiredEndpoint(err: unknown): boolean {
+  return (
+    err instanceof DeprecatedEndpointError ||
+    (err instanceof BadRequestError && err.httpStatus === 404)
+  );
 }

@@ -196,12 +196,28 @@ describe('qwn warnings', () => {
     expect(run.stdout).toContain('No warnings in force at 120.16,30.27');
   });
 
-  it('a retired endpoint is one line with the v1 hint, exit 1', async () => {
+  it('with v7 pinned, a retired endpoint is one line with the v1 hint, exit 1', async () => {
     sim.addFault({ kind: 'deprecated', operation: 'warningNow' });
-    const run = await qwn(['warnings', '101210101']);
+    const run = await qwn(['warnings', '101210101'], { QWEATHER_ALERT_SOURCE: 'v7' });
     expect(run.code).toBe(1);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain('QWEATHER_ALERT_SOURCE=v1');
+  });
+
+  it('by default (auto) a retired v7 is answered from v1', async () => {
+    sim.addFault({ kind: 'deprecated', operation: 'warningNow' });
+    sim.setAlerts([
+      v1Alert({
+        area: { locationIds: ['101210101'] },
+        typeCode: '1006',
+        level: '蓝色',
+        headline: '杭州市气象台发布大风蓝色预警',
+      }),
+    ]);
+    const run = await qwn(['warnings', '101210101']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('杭州市气象台发布大风蓝色预警');
   });
 
   it('with QWEATHER_ALERT_SOURCE=v1 a Location ID is resolved to its coordinates', async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   expiryOwedToSubscriber,
+  isPlaceInChina,
   parsePointKey,
   pointAt,
   roundCoordinate,
@@ -80,5 +81,30 @@ describe('expiryOwedToSubscriber', () => {
   it('is never owed when an update or cancel closed the alert at another point', () => {
     expect(expiryOwedToSubscriber(['superseded'])).toBe(false);
     expect(expiryOwedToSubscriber(['cancelled', 'expired'])).toBe(false);
+  });
+});
+
+describe('V1_POINTS=place', () => {
+  const hangzhou = { place_id: '101210101', country: '中国', lat: 30.246, lon: 120.2108 };
+  const tokyo = { place_id: '1850144', country: 'Japan', lat: 35.6895, lon: 139.6917 };
+
+  it("polls a subscription in China at its place's centre, whatever exact points it stored", () => {
+    const exact = ['30.27,120.16', '30.2,120.1'];
+    expect(subscriptionPointKeys(hangzhou, exact, 'exact')).toEqual([...exact].sort());
+    expect(subscriptionPointKeys(hangzhou, exact, 'place')).toEqual(['30.25,120.21']);
+    expect(subscriptionPointKeys(hangzhou, null, 'place')).toEqual(['30.25,120.21']);
+    // Told by the Location ID when the country is not stored.
+    expect(subscriptionPointKeys({ ...hangzhou, country: null }, exact, 'place')).toEqual([
+      '30.25,120.21',
+    ]);
+  });
+
+  it('keeps exact points abroad, and stored points when the place has no coordinates', () => {
+    expect(subscriptionPointKeys(tokyo, ['35.7,139.7'], 'place')).toEqual(['35.7,139.7']);
+    expect(
+      subscriptionPointKeys({ ...hangzhou, lat: null, lon: null }, ['30.27,120.16'], 'place'),
+    ).toEqual(['30.27,120.16']);
+    expect(isPlaceInChina(tokyo)).toBe(false);
+    expect(isPlaceInChina({ lat: 0, lon: 0, place_id: '101010100' })).toBe(true);
   });
 });

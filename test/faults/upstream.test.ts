@@ -102,7 +102,11 @@ describe('upstream failures', () => {
     it(`${name}: the upstream is not hammered, health says why, nothing ends`, async () => {
       const seed = 7251 + index;
       const port = await closedPort();
-      run = await startFaultRun(seed, { ...STORM, env: { HTTP_PORT: String(port) } });
+      // v7 pinned: under the default (auto) a retirement switches to v1 (test/pipeline/handover).
+      run = await startFaultRun(seed, {
+        ...STORM,
+        env: { HTTP_PORT: String(port), QWEATHER_ALERT_SOURCE: 'v7' },
+      });
       const r = run;
       r.showPhase(0);
       r.startWorker();

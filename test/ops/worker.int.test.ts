@@ -174,9 +174,10 @@ describe('qwn worker when the upstream refuses it', () => {
     expect(metric(text, 'qwn_cycles_total', { status: 'failed' })).toBeGreaterThanOrEqual(2);
   });
 
-  it('reports a retired endpoint as unhealthy with the v1 hint', async () => {
+  it('reports a retired endpoint as unhealthy with the v1 hint (v7 pinned)', async () => {
     h.sim.addFault({ kind: 'deprecated', operation: 'warningList' });
-    worker = await startWorkerProcess(workerEnv(h));
+    // Under the default (auto) the worker would follow QWeather to v1 instead.
+    worker = await startWorkerProcess(workerEnv(h, { QWEATHER_ALERT_SOURCE: 'v7' }));
 
     const unhealthy = await waitUntil('an unhealthy worker', async () => {
       const r = await health(worker!);

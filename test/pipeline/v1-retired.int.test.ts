@@ -18,7 +18,8 @@ describe('v7 mode when QWeather answers 403 Deprecated', () => {
   const lines: Record<string, unknown>[] = [];
 
   beforeAll(async () => {
-    h = await startPipelineHarness();
+    // v7 pinned: under the default (auto) the deployment would follow QWeather to v1.
+    h = await startPipelineHarness({ env: { QWEATHER_ALERT_SOURCE: 'v7' } });
     await h.addPlace('101210101', '杭州');
     await h.addEmailSubscriber('duty@example.com', ['101210101']);
     monitor = new UpstreamMonitor();

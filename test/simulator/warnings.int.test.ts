@@ -7,7 +7,7 @@ import {
   type Scenario,
   type Simulator,
 } from '../../src/simulator/index.js';
-import { getJson } from './support.js';
+import { control, getJson } from './support.js';
 
 type WarningNow = {
   code: string;
@@ -354,5 +354,70 @@ describe('v1 area alerts', () => {
     expect(first.alerts).toHaveLength(1);
     sim.step();
     expect((await alertsAt('22.55', '114.09')).metadata.zeroResult).toBe(true);
+  });
+});
+
+describe('v7 warnings in Weather Alert v1, and the retirement of v7', () => {
+  it('answers a v7 warning at its place point under another id, with links translated', async () => {
+    const first = v7Warning({
+      locationId: '101210101',
+      seq: 1,
+      typeCode: '1003',
+      level: '黄色',
+      pubTime: '2026-07-01T08:00+08:00',
+    });
+    sim.setWarnings('101210101', [first]);
+    // 杭州 is at 30.246,120.2108: its point is 30.25,120.21.
+    const before = await alertsAt('30.25', '120.21', '?localTime=true');
+    expect(before.alerts).toHaveLength(1);
+    const alert = before.alerts[0]!;
+    expect(alert.id).not.toBe(first.id);
+    expect(alert).toMatchObject({
+      senderName: '杭州市气象台',
+      eventType: { code: '1003' },
+      color: { code: 'yellow' },
+      messageType: { code: 'alert', supersedes: [] },
+    });
+    const skewMs = Date.parse(String(alert.issuedTime)) - Date.parse('2026-07-01T08:00+08:00');
+    expect(skewMs).toBeGreaterThanOrEqual(0);
+    expect(skewMs).toBeLessThan(10 * 60_000);
+    // Elsewhere nothing.
+    expect((await alertsAt('39.90', '116.40')).alerts).toEqual([]);
+
+    const update = v7Warning({
+      locationId: '101210101',
+      seq: 2,
+      typeCode: '1003',
+      level: '橙色',
+      status: 'update',
+      related: first.id,
+      pubTime: '2026-07-01T10:00+08:00',
+    });
+    sim.setWarnings('101210101', [first, update]);
+    const after = await alertsAt('30.25', '120.21');
+    // The updated alert is no longer returned; the update names it by its v1 id.
+    expect(after.alerts.map((a) => a.id)).toHaveLength(1);
+    expect(after.alerts[0]).toMatchObject({
+      messageType: { code: 'update', supersedes: [alert.id] },
+    });
+    expect(after.metadata.tag).not.toBe(before.metadata.tag);
+  });
+
+  it('retires v7 on demand: 403 Deprecated on the warning paths, v1 and geo still served', async () => {
+    sim.setWarnings('101210101', [
+      v7Warning({ locationId: '101210101', typeCode: '1003', level: '黄色' }),
+    ]);
+    expect((await control(sim.url, 'POST', '/_sim/retire-v7')).status).toBe(200);
+    for (const path of ['/v7/warning/now?location=101210101', '/v7/warning/list?range=cn']) {
+      const res = await getJson<{ error: { status: number; title: string } }>(`${sim.url}${path}`);
+      expect(res.status).toBe(403);
+      expect(res.body.error).toMatchObject({ status: 403, title: 'Deprecated' });
+    }
+    expect((await alertsAt('30.25', '120.21')).alerts).toHaveLength(1);
+    expect(sim.state().v7Retired).toBe(true);
+    await control(sim.url, 'DELETE', '/_sim/retire-v7');
+    expect((await warningNow('101210101')).warning).toHaveLength(1);
+    sim.retireV7();
+    expect((await getJson(`${sim.url}/v7/warning/list?range=cn`)).status).toBe(403);
   });
 });
