@@ -294,7 +294,7 @@ describe('qwn seed --resubscribe', () => {
     const result = await qwn([path]);
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toEqual([
-      'subscribers[0] "Hangzhou duty desk": quietHours.from "25:00" is not a time of day (HH:MM)',
+      'subscribers[0].quietHours.from (Hangzhou duty desk): "25:00" is not a time of day (HH:MM)',
       `1 problem in ${path}; nothing written`,
     ]);
     expect(await allSubscribers()).toEqual([]);

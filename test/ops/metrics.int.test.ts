@@ -107,7 +107,7 @@ describe('OpsMetrics on scrape', () => {
     expect(body).toContain('qwn_subscribers_disabled{channel="email"} 0');
   });
 
-  it('reports how long the oldest due notification has waited, from the ledger', async () => {
+  it('reports how long the oldest due message has waited, and how many are held, from the ledger', async () => {
     const m = metrics(new Date());
     const age = async () =>
       Number(/^qwn_deliveries_oldest_due_seconds (\S+)$/m.exec((await m.scrape()).body)?.[1]);
@@ -116,24 +116,18 @@ describe('OpsMetrics on scrape', () => {
       database.db,
       sql`INSERT INTO subscribers (email) VALUES ('due@example.com') RETURNING id`,
     );
-    const [event] = await queryRows<{ id: string }>(
-      database.db,
-      sql`INSERT INTO events (place_id, warning_id, type, record)
-          VALUES ('101010100', 'W-due', 'new', '{}') RETURNING id`,
-    );
-    // Sent long ago, retrying later, and one due for seven minutes: only the last counts.
+    // Sent long ago, retrying later, held until later, and one due for seven minutes: only the
+    // last counts; the held one is counted as held.
     await database.db.execute(sql`
-      INSERT INTO deliveries (subscriber_id, event_id, place_id, warning_id, event_type, channel,
-                              status, next_attempt_at)
-      VALUES (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'new', 'email', 'sent',
-              now() - interval '3 days'),
-             (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'update', 'email', 'retrying',
-              now() + interval '10 minutes'),
-             (${subscriber!.id}, ${event!.id}, '101010100', 'W-due', 'cancel', 'email', 'pending',
-              now() - interval '7 minutes')`);
+      INSERT INTO messages (subscriber_id, channel, status, hold, next_attempt_at) VALUES
+        (${subscriber!.id}, 'email', 'sent', NULL, now() - interval '3 days'),
+        (${subscriber!.id}, 'email', 'retrying', NULL, now() + interval '10 minutes'),
+        (${subscriber!.id}, 'email', 'open', 'quiet', now() + interval '8 hours'),
+        (${subscriber!.id}, 'email', 'pending', NULL, now() - interval '7 minutes')`);
     const waited = await age();
     expect(waited).toBeGreaterThanOrEqual(420);
     expect(waited).toBeLessThan(480);
+    expect((await m.scrape()).body).toMatch(/^qwn_messages_held 1$/m);
   });
 
   it("reports Redis's eviction policy, and nothing when CONFIG is refused", async () => {
