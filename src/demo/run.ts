@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { pino, type DestinationStream } from 'pino';
@@ -11,14 +12,19 @@ import { EVENT_TYPES, type EventType } from '../domain/detect.js';
 import { createLogger, scrub } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
-import { createRuntime } from '../pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import { deletePrefixKeys } from '../pipeline/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';
 import { provideRedis } from './redis.js';
 import { startSmtpSink } from './smtp-sink.js';
 import { UNWATCHED_PLACES, buildStoryline } from './storyline.js';
-import { DISPATCH_PATH, TYPHOON_DESK_PATH, demoSeedDocument } from './subscribers.js';
+import {
+  DISPATCH_PATH,
+  TYPHOON_DESK_PATH,
+  demoSeedDocument,
+  shanghaiClock,
+} from './subscribers.js';
 import { startWebhookReceiver } from './webhook-receiver.js';
 
 /**
@@ -77,6 +83,13 @@ const TUNABLE = [
 ] as const;
 
 const SIMULATOR_KEY = 'qwn-demo-key';
+
+/**
+ * How long the night shift's quiet hours still run when the story starts: about as long as the
+ * story takes, so that its release comes at the end, whatever the machine's speed, without a
+ * long wait (the demo stays under a minute).
+ */
+const QUIET_HOURS_LEFT_MS = 16_000;
 
 /** The webhook paths' column in the story's output. */
 const PATH_WIDTH = Math.max(DISPATCH_PATH.length, TYPHOON_DESK_PATH.length);
@@ -185,6 +198,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         webhookUrl: (path) => hooks.url(path),
         dispatchSecret,
         typhoonDeskSecret,
+        quietHours: {
+          from: new Date(Date.now() - 60_000),
+          to: new Date(Date.now() + QUIET_HOURS_LEFT_MS),
+        },
       }),
     ).finally(() => lookup.close());
     if (!seeded.ok) {
@@ -279,6 +296,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         `      delivered ${byChannel.length ? byChannel.map((d) => `${d.channel} ${d.count} ${d.status}`).join(' · ') : 'nothing: no subscriber is owed a notification'}`,
       );
     }
+
+    await releaseQuietHours({ ctx, redis: runtime.redis, smtp, cycles, print, signal });
 
     const report = await summarize({
       ctx,
@@ -387,4 +406,61 @@ function printSummary(print: (line: string) => void, report: DemoReport): void {
     `  webhooks verified  ${report.webhooks.verified} of ${report.webhooks.received} requests (Standard Webhooks signatures)`,
   );
   print(`  unwatched places   fetched ${report.unwatchedFetches} times`);
+}
+
+/**
+ * The night shift's quiet hours end after the story: what they held goes out as one "while you
+ * were away" email, sent by the next cycle (as any `qwn poll --once` after the end sends it). On
+ * a slow machine the window has ended during the story, and a step has sent it already.
+ */
+async function releaseQuietHours(input: {
+  ctx: Runtime['ctx'];
+  redis: Runtime['redis'];
+  smtp: {
+    messages: readonly { subject?: string | undefined; raw: Buffer; envelope: { to: string[] } }[];
+  };
+  cycles: CycleSummary[];
+  print: (line: string) => void;
+  signal: AbortSignal | undefined;
+}): Promise<void> {
+  const { ctx, smtp, print } = input;
+  const held = await queryRows<{ due: Date; n: number }>(
+    ctx.db,
+    sql`SELECT max(m.next_attempt_at) AS due, count(d.id)::int AS n
+        FROM messages m JOIN deliveries d ON d.message_id = m.id
+        WHERE m.status = 'open' AND m.hold = 'quiet'
+        HAVING count(d.id) > 0`,
+  );
+  const row = held[0];
+  if (!row) return;
+  const due = new Date(row.due);
+  const waitMs = Math.max(0, due.getTime() - Date.now()) + 500;
+  print(
+    `[after] the night shift's quiet hours end at ${shanghaiClock(due)} (Asia/Shanghai): ${row.n} notification${row.n === 1 ? '' : 's'} held; waiting ${(waitMs / 1000).toFixed(0)} s`,
+  );
+  await sleep(waitMs, undefined, input.signal ? { signal: input.signal } : {}).catch(() => {
+    throw new DemoInterruptedError('interrupted');
+  });
+  const mailsBefore = smtp.messages.length;
+  const summary = await runCycleOnce(ctx, input.redis, { timeoutMs: 30_000 });
+  input.cycles.push(summary);
+  print(
+    `      released ${summary.messages.released} held message${summary.messages.released === 1 ? '' : 's'}`,
+  );
+  for (const mail of smtp.messages.slice(mailsBefore)) {
+    print(`      email     ${mail.envelope.to.join(', ')}  ${mail.subject ?? '(no subject)'}`);
+    const heading = firstTextLine(mail.raw);
+    if (heading) print(`                ${heading}`);
+  }
+}
+
+/** The first line of an email's text part (base64, as the mailer writes it). */
+function firstTextLine(raw: Buffer): string | undefined {
+  const text = raw.toString('utf8');
+  const part =
+    /Content-Type: text\/plain[^\r\n]*\r?\nContent-Transfer-Encoding: base64\r?\n\r?\n([A-Za-z0-9+/=\r\n]+)/.exec(
+      text,
+    );
+  if (!part?.[1]) return undefined;
+  return Buffer.from(part[1].replace(/\s+/g, ''), 'base64').toString('utf8').split(/\r?\n/)[0];
 }

@@ -354,7 +354,12 @@ async function insertScheduled(
   if (placed.length === 0) return { count: 0, messages: [] };
 
   const column = <T>(pick: (p: (typeof placed)[number]) => T) => sql.param(placed.map(pick));
-  const inserted = await queryRows<{ message_id: string }>(
+  const inserted = await queryRows<{
+    subscriber_id: string;
+    message_id: string;
+    warning_id: string;
+    urgent: boolean;
+  }>(
     tx,
     sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
           event_type, channel, message_id, urgent)
@@ -364,11 +369,20 @@ async function insertScheduled(
           ${column((p) => p.row.eventType)}::text[], ${column((p) => p.row.channel)}::text[],
           ${column((p) => p.messageId)}::uuid[], ${column((p) => p.urgent)}::boolean[])
         ON CONFLICT DO NOTHING
-        RETURNING message_id`,
+        RETURNING subscriber_id, message_id, warning_id, urgent`,
   );
   // A planned message is written when at least one of its notifications was: every written
   // notification has its message, and no message is left without one.
-  const carried = new Set(inserted.map((r) => r.message_id));
+  let carried = new Set(inserted.map((r) => r.message_id));
+  const heldMessages = [...open.values()].flat().filter((m) => m.hold === 'quiet');
+  if (heldMessages.length > 0 && (await gatherHeldChains(tx, inserted, heldMessages, planned))) {
+    const still = await queryRows<{ message_id: string }>(
+      tx,
+      sql`SELECT DISTINCT message_id FROM deliveries
+          WHERE message_id = ANY(${sql.param([...planned.keys()])}::uuid[])`,
+    );
+    carried = new Set(still.map((r) => r.message_id));
+  }
   const toWrite = [...planned.values()].filter((m) => carried.has(m.id));
   const dueNow = toWrite.filter((m) => m.dueAt <= now);
   const firstJob = new Map<string, string>();
@@ -400,4 +414,84 @@ async function insertScheduled(
       dueAt: m.dueAt,
     })),
   };
+}
+
+/**
+ * An urgent notification that goes out while earlier states of its chain wait in the quiet
+ * hours' message takes them along: the subscriber reads the chain once, in its latest state,
+ * now, and the morning's "while you were away" does not bring back a state already superseded
+ * (a red typhoon warning told at 03:00 must not reappear as orange at 07:00). The chain is
+ * followed through the held notifications' own links (`supersedes`), however many steps back.
+ * A held message left with nothing is removed; every notification stays in exactly one message.
+ */
+async function gatherHeldChains(
+  tx: Tx,
+  inserted: readonly {
+    subscriber_id: string;
+    message_id: string;
+    warning_id: string;
+    urgent: boolean;
+  }[],
+  heldMessages: readonly OpenMessage[],
+  planned: ReadonlyMap<string, PlannedMessage>,
+): Promise<boolean> {
+  const heldIds = new Set(heldMessages.map((m) => m.id));
+  const urgent = inserted.filter(
+    (r) => r.urgent && !heldIds.has(r.message_id) && planned.get(r.message_id)?.hold !== 'quiet',
+  );
+  if (urgent.length === 0) return false;
+  const held = await queryRows<{
+    id: string;
+    subscriber_id: string;
+    message_id: string;
+    warning_id: string;
+    supersedes: string[];
+  }>(
+    tx,
+    sql`SELECT d.id, d.subscriber_id, d.message_id, d.warning_id, e.supersedes
+        FROM deliveries d JOIN events e ON e.id = d.event_id
+        WHERE d.message_id = ANY(${sql.param([...heldIds])}::uuid[])`,
+  );
+  const moves = new Map<string, string[]>();
+  const emptied = new Set<string>();
+  for (const row of urgent) {
+    const mine = held.filter((h) => h.subscriber_id === row.subscriber_id);
+    if (mine.length === 0) continue;
+    const event = await queryRows<{ supersedes: string[] }>(
+      tx,
+      sql`SELECT e.supersedes FROM deliveries d JOIN events e ON e.id = d.event_id
+          WHERE d.subscriber_id = ${row.subscriber_id} AND d.warning_id = ${row.warning_id}
+            AND d.message_id = ${row.message_id}
+          LIMIT 1`,
+    );
+    const chain = new Set([row.warning_id, ...(event[0]?.supersedes ?? [])]);
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const h of mine) {
+        if (!chain.has(h.warning_id)) continue;
+        for (const earlier of h.supersedes) {
+          if (!chain.has(earlier)) {
+            chain.add(earlier);
+            grew = true;
+          }
+        }
+      }
+    }
+    const taken = mine.filter((h) => chain.has(h.warning_id)).map((h) => h.id);
+    if (taken.length === 0) continue;
+    moves.set(row.message_id, [...(moves.get(row.message_id) ?? []), ...taken]);
+    for (const h of mine) if (chain.has(h.warning_id)) emptied.add(h.message_id);
+  }
+  for (const [messageId, ids] of moves) {
+    await tx.execute(sql`
+      UPDATE deliveries SET message_id = ${messageId}, urgent = true
+      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+  }
+  if (emptied.size > 0) {
+    await tx.execute(sql`
+      DELETE FROM messages m
+      WHERE m.id = ANY(${sql.param([...emptied])}::uuid[]) AND m.status = 'open'
+        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)`);
+  }
+  return moves.size > 0;
 }

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort } from '../support/net.js';
+import { parseMail } from '../support/smtp-sink.js';
 
 /**
  * `qwn demo` as a user runs it: a child process in an empty folder, no DATABASE_URL (PGlite),
@@ -109,7 +110,7 @@ describe('qwn demo', () => {
     expect(events.slice(1).map(Number)).toEqual([5, 7, 4, 1]);
     const email = match(out, /email\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
     const webhook = match(out, /webhook\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
-    expect(email.slice(1).map(Number)).toEqual([8, 0, 0, 0]);
+    expect(email.slice(1).map(Number)).toEqual([17, 0, 0, 0]);
     expect(webhook.slice(1).map(Number)).toEqual([31, 0, 0, 0]);
     expect(out).toContain('webhooks verified  31 of 31 requests');
     expect(out).toContain('unwatched places   fetched 0 times');
@@ -125,7 +126,17 @@ describe('qwn demo', () => {
     // steps 3, 4 and 5 (two each in the last two).
     expect(texts.filter((t) => /^To: duty-desk@hangzhou\.example$/m.test(t))).toHaveLength(3);
     expect(texts.filter((t) => /^To: ops@guangdong\.example$/m.test(t))).toHaveLength(3);
-    expect(files).toHaveLength(6);
+    // The night shift's quiet hours: the red typhoon warning at 湛江 went at once with its
+    // chain, and so did its cancel; 珠海's chain waited for the window's end and came as one
+    // "while you were away" email (sent by the step after the end, or by the demo's last cycle).
+    const night = texts.filter((t) => /^To: night-shift@zhanjiang\.example$/m.test(t));
+    expect(night).toHaveLength(3);
+    const nightTexts = await Promise.all(
+      night.map(async (t) => (await parseMail(Buffer.from(t))).text ?? ''),
+    );
+    expect(nightTexts.filter((t) => t.startsWith('While you were away'))).toHaveLength(1);
+    expect(out).toMatch(/email {5}night-shift@zhanjiang\.example {2}Updated: \[Red warning\] /);
+    expect(files).toHaveLength(9);
     expect(texts.every((t) => /^Message-ID: <.+>$/m.test(t))).toBe(true);
 
     // Quiet logs: stderr carries no pipeline log lines.

@@ -70,10 +70,12 @@ describe('the demo subscribers', () => {
       webhookUrl: (path) => `http://127.0.0.1:9/${path.replace(/^\//, '')}`,
       dispatchSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
       typhoonDeskSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      quietHours: { from: new Date('2026-07-01T13:59:00Z'), to: new Date('2026-07-01T14:00:20Z') },
     });
     const validated = validateDocument(doc);
     expect(validated.problems).toEqual([]);
     expect(validated.subscribers.map((s) => s.address.channel)).toEqual([
+      'email',
       'email',
       'email',
       'webhook',

@@ -47,11 +47,20 @@ const warnings = () => {
     level: '蓝色',
     pubTime: new Date(Date.now() - 2 * HOUR),
   });
+  const blueTyphoon = v7Warning({
+    locationId: SHENZHEN,
+    seq: 4,
+    typeCode: '1001',
+    level: '蓝色',
+    pubTime: new Date(Date.now() - 2 * HOUR),
+  });
   const redTyphoon = v7Warning({
     locationId: SHENZHEN,
     seq: 2,
     typeCode: '1001',
     level: '红色',
+    status: 'update',
+    related: blueTyphoon.id,
     pubTime: new Date(Date.now() - HOUR),
   });
   const typhoonDown = v7Warning({
@@ -63,7 +72,7 @@ const warnings = () => {
     related: redTyphoon.id,
     pubTime: new Date(Date.now() - HOUR / 2),
   });
-  return { yellowRain, blueWind, redTyphoon, typhoonDown };
+  return { yellowRain, blueWind, blueTyphoon, redTyphoon, typhoonDown };
 };
 
 describe('quiet hours hold and then release', () => {
@@ -81,17 +90,25 @@ describe('quiet hours hold and then release', () => {
   });
 
   it('holds what falls inside, sends the red chain at once, and releases at the end', async () => {
-    const end = await quietUntil(h, subscriberId, 40_000);
-    const { yellowRain, blueWind, redTyphoon, typhoonDown } = warnings();
+    const end = await quietUntil(h, subscriberId, 45_000);
+    const { yellowRain, blueWind, blueTyphoon, redTyphoon, typhoonDown } = warnings();
     h.sim.setWarnings(GUANGZHOU, [yellowRain]);
-    h.sim.setWarnings(SHENZHEN, [blueWind, redTyphoon]);
+    h.sim.setWarnings(SHENZHEN, [blueWind, blueTyphoon]);
 
+    const held = await h.pollOnce();
+    expect(held.code).toBe(0);
+    expect(held.summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0, held: 3 });
+    expect(h.smtp.messages).toHaveLength(0);
+
+    // The typhoon turns red: it goes at once, taking its held blue state along, so that the
+    // morning does not bring back a state the subscriber already knows is superseded.
+    h.sim.setWarnings(SHENZHEN, [blueWind, redTyphoon]);
     const first = await h.pollOnce();
-    expect(first.code).toBe(0);
-    // The red typhoon goes at once; the yellow and blue wait for the morning.
-    expect(first.summary.deliveries).toEqual({ sent: 1, failed: 0, pending: 0, held: 2 });
+    expect(first.summary.deliveries).toEqual({ sent: 1, failed: 0, pending: 0, held: 0 });
     expect(h.smtp.messages).toHaveLength(1);
     expect(h.smtp.messages[0]!.subject).toContain('Red');
+    const urgentText = (await parseMail(h.smtp.messages[0]!.raw)).text ?? '';
+    expect(urgentText).toContain(blueTyphoon.id);
 
     // Its update is orange, below the bypass level, and still goes at once: urgency is sticky.
     h.sim.setWarnings(SHENZHEN, [blueWind, typhoonDown]);
@@ -119,9 +136,12 @@ describe('quiet hours hold and then release', () => {
     expect(text).toContain('While you were away');
     expect(text).toContain(yellowRain.id);
     expect(text).toContain(blueWind.id);
+    expect(text).not.toContain(blueTyphoon.id);
     const rows = await h.deliveries();
     expect(rows.every((r) => r.status === 'sent')).toBe(true);
-    expect(rows).toHaveLength(4);
+    expect(rows).toHaveLength(5);
+    // Five notifications in three messages: the red chain, its update, and the morning's.
+    expect(new Set(rows.map((r) => r.message_id)).size).toBe(3);
   }, 180_000);
 });
 
