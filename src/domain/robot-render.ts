@@ -411,14 +411,21 @@ function chainFacts(chain: RobotChain, lang: Lang): ChainFacts {
   };
 }
 
+/** Attribution lines in one message: they repeat across warnings, and the footer must stay small. */
+const MAX_ATTRIBUTIONS = 4;
+
 function footerLines(ns: readonly Notification[], messageId: string, lang: Lang): string[] {
   const attributions = new Set<string>();
   for (const n of ns) {
-    if (n.attribution) attributions.add(clip(oneLine(n.attribution), FIELD_MAX));
-    for (const a of (n.attributions ?? []).slice(0, 5))
-      attributions.add(clip(oneLine(a), FIELD_MAX));
+    for (const a of [n.attribution, ...(n.attributions ?? [])]) {
+      const line = clip(oneLine(a), FIELD_MAX);
+      if (line !== '') attributions.add(line);
+    }
   }
-  return [...attributions, `${WORDS[lang].messageId}${WORDS[lang].colon}${messageId}`];
+  return [
+    ...[...attributions].slice(0, MAX_ATTRIBUTIONS),
+    `${WORDS[lang].messageId}${WORDS[lang].colon}${messageId}`,
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -441,8 +448,8 @@ function fit<T>(
   limit: number,
 ): T {
   const fits = (plan: Plan) => size(build(plan)) <= limit;
-  const whole: Plan = { shown: facts.length, textMax: Infinity };
-  if (fits(whole)) return build(whole);
+  const whole = build({ shown: facts.length, textMax: Infinity });
+  if (size(whole) <= limit) return whole;
 
   // The most chains that fit with short texts (at least one, whatever happens).
   let lo = 1;

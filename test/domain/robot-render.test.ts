@@ -419,6 +419,9 @@ describe('robot bodies: properties', () => {
     text: textArb,
     title: fc.string({ unit: 'grapheme', maxLength: 400 }),
     place: fc.string({ unit: 'grapheme', maxLength: 200 }),
+    sender: fc.option(fc.string({ unit: 'grapheme', maxLength: 300 }), { nil: null }),
+    typeName: fc.option(fc.string({ unit: 'grapheme', maxLength: 300 }), { nil: null }),
+    attributions: fc.array(fc.string({ unit: 'grapheme', maxLength: 300 }), { maxLength: 6 }),
     lang: fc.constantFrom<'zh' | 'en'>('zh', 'en'),
   });
   const messageArb = fc.array(notificationArb, { minLength: 1, maxLength: 40 }).map((rs) => {
@@ -433,7 +436,15 @@ describe('robot bodies: properties', () => {
           name: r.place,
           tz: 'Asia/Shanghai',
         },
-        warning: sampleWarning({ id: `P${i}`, level: r.level, title: r.title, text: r.text }),
+        warning: sampleWarning({
+          id: `P${i}`,
+          level: r.level,
+          title: r.title,
+          text: r.text,
+          sender: r.sender,
+          typeName: r.typeName,
+        }),
+        attributions: r.attributions,
       }),
     );
   });
