@@ -134,9 +134,11 @@ export function robotChains(notifications: readonly Notification[]): RobotChain[
       depthOf.set(id, d);
       return d;
     };
+    // Computed in id order up front: with a cycle the depths depend on where the walk starts.
+    const depths = new Map([...byId.keys()].sort().map((id) => [id, depth(id, new Set())]));
     const steps = [...members].sort(
       (a, b) =>
-        depth(a.warning.id, new Set()) - depth(b.warning.id, new Set()) ||
+        depths.get(a.warning.id)! - depths.get(b.warning.id)! ||
         EVENT_ORDER[a.eventType] - EVENT_ORDER[b.eventType] ||
         a.occurredAt.getTime() - b.occurredAt.getTime() ||
         (a.eventType < b.eventType ? -1 : a.eventType > b.eventType ? 1 : 0),

@@ -465,3 +465,23 @@ describe('robot bodies: properties', () => {
     );
   }, 120_000);
 });
+
+describe('robot chains: bad links', () => {
+  it('a supersedes cycle in upstream data still gives one chain, the same whatever the input order', () => {
+    const a = sampleNotification({
+      deliveryId: 'a',
+      warning: sampleWarning({ id: 'A', related: ['B'] }),
+      supersedes: ['B'],
+    });
+    const b = sampleNotification({
+      deliveryId: 'b',
+      eventType: 'update',
+      warning: sampleWarning({ id: 'B', related: ['A'] }),
+      supersedes: ['A'],
+    });
+    const order = (ns: Notification[]) =>
+      robotChains(ns).map((c) => c.steps.map((s) => s.deliveryId));
+    expect(order([a, b])).toEqual(order([b, a]));
+    expect(order([a, b])).toHaveLength(1);
+  });
+});
