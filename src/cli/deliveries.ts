@@ -14,7 +14,7 @@ import { parseCommandLine, UsageError } from './command.js';
 import { formatTable, type Column } from './table.js';
 
 const USAGE =
-  'usage: qwn deliveries [--status held|pending|sent|retrying|dead] [--subscriber EMAIL|URL] ' +
+  'usage: qwn deliveries [--status held|pending|sent|retrying|dead] [--subscriber EMAIL|URL|HOST#FINGERPRINT] ' +
   '[--since ISO-time] [--limit N] [--json]';
 
 /** A listing is for reading; the whole error is in --json. */
@@ -60,7 +60,7 @@ export const LEDGER_COLUMNS: readonly Column<DeliveryListing>[] = [
     value: (d) => (d.hold && d.status === 'held' ? `held (${d.hold})` : d.status),
   },
   { header: 'attempts', value: (d) => d.attempts, align: 'right' },
-  { header: 'channel', value: (d) => d.channel },
+  { header: 'channel', value: (d) => d.robotKind ?? d.channel },
   {
     header: 'subscriber',
     value: (d) => (d.subscriberActive ? d.subscriber : `${d.subscriber} (off)`),

@@ -334,7 +334,11 @@ describe('webhook secrets', () => {
 
   it('refuses a secret on an email subscriber', async () => {
     expect(await problemsOf({ subscribers: [{ ...goodEmail, secret: secretOf(32) }] })).toEqual([
-      { index: 0, field: 'secret', message: 'only webhook subscribers have a secret' },
+      {
+        index: 0,
+        field: 'secret',
+        message: 'only webhook, dingtalk and feishu subscribers have a secret',
+      },
     ]);
   });
 
