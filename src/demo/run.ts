@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { pino, type DestinationStream } from 'pino';
 import { applySeed } from '../admin/seed.js';
+import { describeRobot } from '../channels/robot-identity.js';
 import { generateWebhookSecret } from '../admin/seed-validate.js';
 import { formatTable } from '../cli/table.js';
 import { loadConfig } from '../config.js';
@@ -16,6 +17,7 @@ import { deletePrefixKeys } from '../pipeline/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';
 import { provideRedis } from './redis.js';
+import { startRobotSink } from './robot-sink.js';
 import { startSmtpSink } from './smtp-sink.js';
 import { UNWATCHED_PLACES, buildStoryline } from './storyline.js';
 import { DISPATCH_PATH, TYPHOON_DESK_PATH, demoSeedDocument } from './subscribers.js';
@@ -43,7 +45,7 @@ export interface DemoOptions {
 }
 
 export interface DeliveryCount {
-  channel: 'email' | 'webhook';
+  channel: 'email' | 'webhook' | 'robot';
   status: string;
   count: number;
 }
@@ -114,7 +116,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   };
 
   try {
-    print('qwn demo: the real pipeline (BullMQ workers, Postgres, email and webhook channels)');
+    print(
+      'qwn demo: the real pipeline (BullMQ workers, Postgres, email, webhook and chat-robot channels)',
+    );
     print('against the built-in QWeather simulator playing a storyline.');
     print('');
 
@@ -155,6 +159,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     });
     cleanups.push({ what: 'webhook sink', run: () => hooks.close() });
     print(`  webhooks    signature-verifying sink on ${hooks.origin}`);
+    const robot = await startRobotSink();
+    cleanups.push({ what: 'robot sink', run: () => robot.close() });
+    print(`  robot       WeCom group robot sink ${describeRobot(robot.url)} (answers errcode 0)`);
 
     const tunables = Object.fromEntries(TUNABLE.map((name) => [name, options.env[name]]));
     const config = loadConfig({
@@ -185,6 +192,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         webhookUrl: (path) => hooks.url(path),
         dispatchSecret,
         typhoonDeskSecret,
+        wecomRobotUrl: robot.url,
       }),
     ).finally(() => lookup.close());
     if (!seeded.ok) {
@@ -206,7 +214,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     for (const line of formatTable(
       await queryRows<{ name: string; channel: string; lang: string; filter: string }>(
         ctx.db,
-        sql`SELECT u.name, CASE WHEN u.email IS NULL THEN 'webhook' ELSE 'email' END AS channel,
+        sql`SELECT u.name,
+              CASE WHEN u.robot_kind IS NOT NULL THEN u.robot_kind
+                   WHEN u.email IS NULL THEN 'webhook' ELSE 'email' END AS channel,
               u.lang,
               concat_ws(', ',
                 CASE WHEN max(s.min_level) IS NOT NULL THEN max(s.min_level) || ' and above' END,
@@ -237,6 +247,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       if (index > 0) sim.step(index);
       const mailsBefore = smtp.messages.length;
       const hooksBefore = hooks.requests.length;
+      const robotBefore = robot.posts.length;
       const listedIds = sim.state().listed;
       const summary = await runCycleOnce(ctx, runtime.redis, { timeoutMs: 30_000 });
       cycles.push(summary);
@@ -267,6 +278,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         print(
           `      webhook   ${request.path.padEnd(PATH_WIDTH)}  ${body}  ${request.verified ? 'signature verified' : `SIGNATURE NOT VERIFIED (${request.verifyError ?? 'unknown'})`}`,
         );
+      }
+      // What the WeCom group sees, as posted (markdown).
+      for (const post of robot.posts.slice(robotBefore)) {
+        print(`      wecom     广东值班群 posted:`);
+        for (const line of post.content.split('\n')) print(`        │ ${line}`);
       }
       const byChannel = await queryRows<DeliveryCount>(
         ctx.db,
@@ -363,7 +379,7 @@ function printSummary(print: (line: string) => void, report: DemoReport): void {
   for (const line of eventTable.split('\n')) print(`    ${line}`);
   print('');
   print('  deliveries by channel and status');
-  const channels = (['email', 'webhook'] as const).map((channel) => ({
+  const channels = (['email', 'webhook', 'robot'] as const).map((channel) => ({
     channel,
     counts: Object.fromEntries(
       STATUSES.map((s) => [

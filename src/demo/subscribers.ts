@@ -13,6 +13,8 @@ export function demoSeedDocument(options: {
   webhookUrl: (path: string) => string;
   dispatchSecret: string;
   typhoonDeskSecret: string;
+  /** The demo's WeCom group robot (src/demo/robot-sink.ts). */
+  wecomRobotUrl?: string;
 }): { subscribers: Record<string, unknown>[] } {
   const allPlaces = Object.values(DEMO_PLACES).map((p) => p.id);
   return {
@@ -45,6 +47,15 @@ export function demoSeedDocument(options: {
         // The rainstorm in 杭州 is filtered out for this one.
         types: ['台风'],
       },
+      ...(options.wecomRobotUrl
+        ? [
+            {
+              name: '广东值班群 (WeCom robot)',
+              wecom: options.wecomRobotUrl,
+              locations: GUANGDONG.map((p) => ({ query: p.name, adm: '广东' })),
+            },
+          ]
+        : []),
     ],
   };
 }
