@@ -188,7 +188,11 @@ describe('chat robots: limits, gone, refused, secrets', () => {
     output.push(table.stdout, table.stderr, json.stdout, json.stderr, bySubscriber.stdout);
     const everything = output.join('\n');
     // The logs did talk about the robots, by their descriptions.
-    expect(everything).toContain(describeRobot(goneUrl));
+    const logs = output.slice(0, -5).join('\n');
+    expect(logs).toContain('robot message waits for the rate limit');
+    expect(logs).toContain('robot gone, subscriber disabled');
+    expect(logs).toContain(describeRobot(goneUrl));
+    expect(logs).toContain(describeRobot(wecomUrl));
     for (const secret of CREDENTIALS) expect(everything).not.toContain(secret);
   });
 });
