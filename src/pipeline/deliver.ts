@@ -12,12 +12,12 @@ import type { EventType } from '../domain/detect.js';
 import type { Message } from '../domain/message-render.js';
 import type { Notification } from '../domain/render.js';
 import type { RobotVendor } from '../domain/robot-render.js';
-import type { Hold } from '../domain/schedule.js';
+import { JOIN_MARGIN_MS, type Hold } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
-import type { CreatedMessage } from './notification-ledger.js';
+import { MESSAGE_LOCK, type CreatedMessage } from './notification-ledger.js';
 import { deliverJobId, type Queues } from './queues.js';
 import { Semaphore } from './semaphore.js';
 import { SentRecorder } from './sent-recorder.js';
@@ -558,9 +558,12 @@ function robotTarget(message: ClaimedMessage): {
  * A robot that cannot take the post yet (INTERFACE §7): the message is neither failed nor
  * dropped. It goes back to collecting ('open', hold 'throttle') until the robot can take it,
  * the attempt not counted, so what the subscriber is owed meanwhile joins it (the scheduler
- * joins a waiting 'throttle' message whatever the grouping) and goes out in the same post. A
- * message held by the quiet hours keeps that hold: its "while you were away" heading is owed.
- * Its delayed job has an id of its own: the job running now may hold the attempt's usual id.
+ * joins a waiting 'throttle' message whatever the grouping) and goes out in the same post. When
+ * the subscriber already has a message waiting so, this one's notifications join that one
+ * instead (it was never sent: its id was never seen), under the scheduler's lock of the
+ * subscriber's messages. A message held by the quiet hours keeps that hold and its id: its
+ * "while you were away" heading is owed. Its delayed job has an id of its own: the job running
+ * now may hold the attempt's usual id.
  */
 async function waitForRobot(
   ctx: PipelineContext,
@@ -573,35 +576,61 @@ async function waitForRobot(
     wait.reason === 'vendor'
       ? `the robot answered rate-limited; waiting ${Math.ceil(waitMs / 1000)} s`
       : `the robot's rate limit is reached; waiting ${Math.ceil(waitMs / 1000)} s`;
-  const [row] = await queryRows<{ attempts: number }>(
-    ctx.db,
-    sql`UPDATE messages SET status = 'open',
-          hold = CASE WHEN hold = 'quiet' THEN 'quiet' ELSE 'throttle' END,
-          attempts = attempts - 1, claimed_until = NULL, first_job_id = NULL,
-          next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}),
-          last_error = ${why}, updated_at = now()
-        WHERE id = ${message.id} AND status IN ('pending', 'retrying')
-        RETURNING attempts`,
-  );
-  if (!row) return 'skipped';
+  const outcome = await ctx.db.transaction(async (tx) => {
+    await tx.execute(sql`
+      SELECT pg_advisory_xact_lock(hashtextextended(${MESSAGE_LOCK}::text || ${message.subscriber_id}::text, 0))`);
+    if (message.hold !== 'quiet') {
+      const [joined] = await queryRows<{ id: string }>(
+        tx,
+        sql`SELECT id FROM messages
+            WHERE subscriber_id = ${message.subscriber_id} AND id <> ${message.id}
+              AND status = 'open' AND hold = 'throttle'
+              AND next_attempt_at >= now() + make_interval(secs => ${JOIN_MARGIN_MS / 1000})
+            ORDER BY next_attempt_at, id
+            LIMIT 1
+            FOR UPDATE`,
+      );
+      if (joined) {
+        await tx.execute(
+          sql`UPDATE deliveries SET message_id = ${joined.id} WHERE message_id = ${message.id}`,
+        );
+        await tx.execute(sql`DELETE FROM messages WHERE id = ${message.id}`);
+        return { joined: joined.id };
+      }
+    }
+    const [row] = await queryRows<{ attempts: number }>(
+      tx,
+      sql`UPDATE messages SET status = 'open',
+            hold = CASE WHEN hold = 'quiet' THEN 'quiet' ELSE 'throttle' END,
+            attempts = attempts - 1, claimed_until = NULL, first_job_id = NULL,
+            next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}),
+            last_error = ${why}, updated_at = now()
+          WHERE id = ${message.id} AND status IN ('pending', 'retrying')
+          RETURNING attempts`,
+    );
+    return row ? { attempts: row.attempts } : null;
+  });
+  if (!outcome) return 'skipped';
+  const log = {
+    messageId: message.id,
+    robot: describeRobot(message.robot_url!),
+    reason: wait.reason,
+    waitMs,
+    notifications: message.notifications.length,
+  };
+  if ('joined' in outcome) {
+    jobLog.info({ ...log, joined: outcome.joined }, 'robot message joins the one waiting');
+    return 'waiting';
+  }
   await deliverQueue(ctx.queues, message.channel).add(
     DELIVER_JOB,
     { messageIds: [message.id] } satisfies DeliverPayload,
     {
-      jobId: `${deliverJobId(message.id, row.attempts)}_w${ctx.now().getTime()}`,
+      jobId: `${deliverJobId(message.id, outcome.attempts)}_w${ctx.now().getTime()}`,
       delay: waitMs,
     },
   );
-  jobLog.info(
-    {
-      messageId: message.id,
-      robot: describeRobot(message.robot_url!),
-      reason: wait.reason,
-      waitMs,
-      notifications: message.notifications.length,
-    },
-    'robot message waits for the rate limit',
-  );
+  jobLog.info(log, 'robot message waits for the rate limit');
   return 'waiting';
 }
 

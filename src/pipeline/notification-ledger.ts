@@ -223,7 +223,7 @@ interface PlannedMessage {
 }
 
 /** Namespaced so that no other advisory lock of qwn (migrate, seed, alerts) collides with it. */
-const MESSAGE_LOCK = 'qwn-messages/';
+export const MESSAGE_LOCK = 'qwn-messages/';
 
 /**
  * Notifications of subscribers who group, keep quiet hours or an hourly limit: each is placed
