@@ -536,6 +536,9 @@ async function attempt(
   return 'sent';
 }
 
+/** A waiting robot message joins one due at most this much later than its own wait. */
+const JOIN_SLACK_MS = 5_000;
+
 /** A robot message that could not be posted yet: the robot's rate limit, ours or the vendor's. */
 interface RobotWait {
   outcome: 'wait';
@@ -559,9 +562,8 @@ function robotTarget(message: ClaimedMessage): {
  * dropped. It goes back to collecting ('open', hold 'throttle') until the robot can take it,
  * the attempt not counted, so what the subscriber is owed meanwhile joins it (the scheduler
  * joins a waiting 'throttle' message whatever the grouping) and goes out in the same post. When
- * the subscriber already has a message waiting so, this one's notifications join that one
- * instead (it was never sent: its id was never seen), under the scheduler's lock of the
- * subscriber's messages. A message held by the quiet hours keeps that hold and its id: its
+ * the subscriber already has a message waiting so, a message never posted nor tried joins that
+ * one instead (its id was never seen), under the scheduler's lock of the subscriber's messages. A message held by the quiet hours keeps that hold and its id: its
  * "while you were away" heading is owed. Its delayed job has an id of its own: the job running
  * now may hold the attempt's usual id.
  */
@@ -579,13 +581,22 @@ async function waitForRobot(
   const outcome = await ctx.db.transaction(async (tx) => {
     await tx.execute(sql`
       SELECT pg_advisory_xact_lock(hashtextextended(${MESSAGE_LOCK}::text || ${message.subscriber_id}::text, 0))`);
-    if (message.hold !== 'quiet') {
+    // Never posted, nor tried: not sent before a redelivery, no failed attempt that may have
+    // reached the group after all (DingTalk's msgUuid is this id).
+    const [own] = await queryRows<{ unseen: boolean }>(
+      tx,
+      sql`SELECT (sent_at IS NULL AND last_error IS NULL AND attempts = 1) AS unseen
+          FROM messages WHERE id = ${message.id}`,
+    );
+    if (own?.unseen && message.hold !== 'quiet') {
       const [joined] = await queryRows<{ id: string }>(
         tx,
         sql`SELECT id FROM messages
             WHERE subscriber_id = ${message.subscriber_id} AND id <> ${message.id}
               AND status = 'open' AND hold = 'throttle'
               AND next_attempt_at >= now() + make_interval(secs => ${JOIN_MARGIN_MS / 1000})
+              -- Not one that waits much longer (the hourly limit): this one would wait with it.
+              AND next_attempt_at <= now() + make_interval(secs => ${(waitMs + JOIN_SLACK_MS) / 1000})
             ORDER BY next_attempt_at, id
             LIMIT 1
             FOR UPDATE`,
