@@ -16,13 +16,24 @@ import { startRobotServer, type RobotServer } from '../support/robot-server.js';
 const HANGZHOU = '101210101';
 const NINGBO = '101210401';
 const WENZHOU = '101210701';
+const SHAOXING = '101210501';
 
 const WECOM_KEY = 'wecom-key-7f3a9c2e51d84b06';
 const GONE_KEY = 'wecom-key-removed-0c4e7a19d2';
 const DING_TOKEN = 'ding-token-5b8e2f71c0a93d46';
 const DING_SECRET = 'SECgood1b2c3d4e5f60718293a4b5c6d7e8f9';
 const WRONG_SECRET = 'SECwrong9f8e7d6c5b4a39281706f5e4d3c2';
-const CREDENTIALS = [WECOM_KEY, GONE_KEY, DING_TOKEN, DING_SECRET, WRONG_SECRET];
+const FEISHU_TOKEN = 'feishu-hook-2d7c9e4a1b0f5836';
+const FEISHU_SECRET = 'feishu-secret-9a4c1e7b3d52';
+const CREDENTIALS = [
+  WECOM_KEY,
+  GONE_KEY,
+  DING_TOKEN,
+  DING_SECRET,
+  WRONG_SECRET,
+  FEISHU_TOKEN,
+  FEISHU_SECRET,
+];
 
 /** Warnings R01..Rn at a place: unique titles, short texts (several fit one WeCom post). */
 function warnings(place: string, from: number, count: number) {
@@ -45,6 +56,8 @@ describe('chat robots: limits, gone, refused, secrets', () => {
   let h: PipelineHarness;
   let wecom: RobotServer;
   let ding: RobotServer;
+  let feishu: RobotServer;
+  let feishuId: string;
   let wecomUrl: string;
   let goneUrl: string;
   let dingUrl: string;
@@ -57,6 +70,11 @@ describe('chat robots: limits, gone, refused, secrets', () => {
     h = await startPipelineHarness();
     wecom = await startRobotServer({ vendor: 'wecom', token: WECOM_KEY });
     ding = await startRobotServer({ vendor: 'dingtalk', token: DING_TOKEN, secret: DING_SECRET });
+    feishu = await startRobotServer({
+      vendor: 'feishu',
+      token: FEISHU_TOKEN,
+      secret: FEISHU_SECRET,
+    });
     wecomUrl = wecom.url();
     // The same server, another key: it answers 93000 (robot removed), as WeCom does.
     goneUrl = wecomUrl.replace(WECOM_KEY, GONE_KEY);
@@ -64,6 +82,11 @@ describe('chat robots: limits, gone, refused, secrets', () => {
     await h.addPlace(HANGZHOU, '杭州');
     await h.addPlace(NINGBO, '宁波');
     await h.addPlace(WENZHOU, '温州');
+    await h.addPlace(SHAOXING, '绍兴');
+    feishuId = await h.addRobotSubscriber('feishu', feishu.url(), [SHAOXING], {
+      name: '飞书值班',
+      secret: FEISHU_SECRET,
+    });
     // One message per notification: the hardest case for the limit.
     robotId = await h.addRobotSubscriber('wecom', wecomUrl, [HANGZHOU], {
       name: '杭州值班群',
@@ -79,6 +102,7 @@ describe('chat robots: limits, gone, refused, secrets', () => {
     await h?.close();
     await wecom?.close();
     await ding?.close();
+    await feishu?.close();
   });
 
   const poll = async () => {
@@ -174,6 +198,37 @@ describe('chat robots: limits, gone, refused, secrets', () => {
     expect(message!.last_error).toContain('sign not match');
     expect(ding.posts).toHaveLength(1);
     expect(ding.posts[0]!.signatureValid).toBe(false);
+  });
+
+  it("waits out the vendor's rate-limit answer without failing or counting the attempt", async () => {
+    feishu.queue({
+      body: { code: 11232, msg: 'frequency limited psm[lark.oapi.app_platform_runtime]' },
+    });
+    h.sim.setWarnings(SHAOXING, [
+      v7Warning({ locationId: SHAOXING, seq: 1, typeCode: '1003', level: '橙色' }),
+    ]);
+    const before = Date.now();
+    const summary = await poll();
+    expect(summary.deliveries).toMatchObject({ held: 1, failed: 0 });
+    expect(feishu.posts).toHaveLength(1);
+    expect(feishu.posts[0]!.signatureValid).toBe(true);
+    const [message] = await queryRows<{
+      status: string;
+      hold: string;
+      attempts: number;
+      last_error: string;
+      next_attempt_at: Date;
+    }>(
+      h.database.db,
+      sql`SELECT status, hold, attempts, last_error, next_attempt_at FROM messages
+          WHERE subscriber_id = ${feishuId}`,
+    );
+    expect(message).toMatchObject({ status: 'open', hold: 'throttle', attempts: 0 });
+    expect(message!.last_error).toMatch(/rate-limited/);
+    // Feishu's lock is not documented: a minute, the longer of its windows.
+    const waits = new Date(message!.next_attempt_at).getTime() - before;
+    expect(waits).toBeGreaterThan(50_000);
+    expect(waits).toBeLessThan(70_000);
   });
 
   it('shows robots as host#fingerprint and never a credential', async () => {
