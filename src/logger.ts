@@ -14,13 +14,18 @@ export function registerSecret(value: string | undefined): void {
   if (value && value.length >= 6) registeredSecrets.add(value);
 }
 
-const URL_KEY_PARAM = /([?&](?:key|token|access_token|sig)=)[^&#\s"']*/gi;
+const URL_KEY_PARAM = /([?&](?:key|token|access_token|sig|sign)=)[^&#\s"']*/gi;
+// Feishu / Lark robots carry their token in the path: /open-apis/bot/v2/hook/TOKEN.
+const URL_HOOK_TOKEN = /(\/bot\/v2\/hook\/)[^/?#\s"']+/gi;
 // The user name may be empty: redis://:password@host is how Redis URLs carry a password.
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"':]*(?::[^/@\s"']*)?@/gi;
 
 /** Removes query keys and credentials from anything that looks like a URL, and known secrets. */
 export function scrub(text: string): string {
-  let out = text.replace(URL_KEY_PARAM, '$1[redacted]').replace(URL_USERINFO, '$1[redacted]@');
+  let out = text
+    .replace(URL_KEY_PARAM, '$1[redacted]')
+    .replace(URL_HOOK_TOKEN, '$1[redacted]')
+    .replace(URL_USERINFO, '$1[redacted]@');
   for (const secret of registeredSecrets) {
     if (out.includes(secret)) out = out.split(secret).join('[redacted]');
   }

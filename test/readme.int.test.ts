@@ -35,12 +35,15 @@ describe('README', () => {
       );
       expect(blocks.length).toBeGreaterThan(0);
       for (const block of blocks) await sql.client.query(block);
-      const subscribers = await sql.client.query<{ email: string | null; active: boolean }>(
-        'SELECT email, active FROM subscribers ORDER BY email NULLS LAST',
-      );
+      const subscribers = await sql.client.query<{
+        email: string | null;
+        robot_kind: string | null;
+        active: boolean;
+      }>('SELECT email, robot_kind, active FROM subscribers ORDER BY email NULLS LAST, robot_kind');
       expect(subscribers.rows).toEqual([
-        { email: 'night@example.com', active: true },
-        { email: null, active: true },
+        { email: 'night@example.com', robot_kind: null, active: true },
+        { email: null, robot_kind: 'dingtalk', active: true },
+        { email: null, robot_kind: null, active: true },
       ]);
       const subscriptions = await sql.client.query<{
         min_level: string | null;
@@ -48,6 +51,7 @@ describe('README', () => {
       }>('SELECT min_level, events FROM subscriptions ORDER BY min_level NULLS LAST');
       expect(subscriptions.rows).toEqual([
         { min_level: '橙色', events: ['new', 'cancel'] },
+        { min_level: null, events: null },
         { min_level: null, events: null },
       ]);
     });

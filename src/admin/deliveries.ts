@@ -1,5 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { describeRobot } from '../channels/robot-identity.js';
 import { queryRows, type Db } from '../db/client.js';
+import type { RobotVendor } from '../domain/robot-render.js';
 
 /**
  * Reading the ledger for `qwn deliveries` and `qwn redeliver`: each notification with the state
@@ -26,7 +28,8 @@ export interface DeliveryFilter {
   status?: DeliveryStatus;
   /**
    * An email address (any case), a webhook URL exactly as subscribed, a subscriber's name (any
-   * case: "was the Pudong desk told?") or a subscriber id.
+   * case: "was the Pudong desk told?"), a subscriber id, or a chat robot by its URL or as
+   * listed (`host#fingerprint`).
    */
   subscriber?: string;
   /** Rows created at or after this time. */
@@ -49,9 +52,14 @@ export interface DeliveryListing {
   createdAt: Date;
   status: DeliveryStatus;
   attempts: number;
-  channel: 'email' | 'webhook';
+  channel: 'email' | 'webhook' | 'robot';
+  /** A chat robot's vendor; null for email and webhook. */
+  robotKind: RobotVendor | null;
   subscriberId: string;
-  /** The email address or webhook URL. */
+  /**
+   * The email address or webhook URL; a chat robot as `host#fingerprint` (`describeRobot`): its
+   * URL is its credential and is never shown.
+   */
   subscriber: string;
   subscriberActive: boolean;
   placeId: string;
@@ -71,9 +79,11 @@ interface ListingRow {
   created_at: Date | string;
   status: DeliveryStatus;
   attempts: number;
-  channel: 'email' | 'webhook';
+  channel: 'email' | 'webhook' | 'robot';
+  robot_kind: RobotVendor | null;
+  robot_url: string | null;
   subscriber_id: string;
-  subscriber: string;
+  subscriber: string | null;
   subscriber_active: boolean;
   place_id: string;
   place_name: string | null;
@@ -96,8 +106,9 @@ function toListing(row: ListingRow): DeliveryListing {
     status: row.status,
     attempts: row.attempts,
     channel: row.channel,
+    robotKind: row.robot_kind,
     subscriberId: row.subscriber_id,
-    subscriber: row.subscriber,
+    subscriber: row.robot_url !== null ? describeRobot(row.robot_url) : (row.subscriber ?? ''),
     subscriberActive: row.subscriber_active,
     placeId: row.place_id,
     placeName: row.place_name,
@@ -112,7 +123,7 @@ function toListing(row: ListingRow): DeliveryListing {
 const LISTING_COLUMNS = sql`
   d.id, d.message_id, m.hold, d.created_at,
   CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status, m.attempts, d.channel,
-  d.subscriber_id, coalesce(s.email, s.webhook_url) AS subscriber,
+  s.robot_kind, s.robot_url, d.subscriber_id, coalesce(s.email, s.webhook_url) AS subscriber,
   s.active AND s.unsubscribed_at IS NULL AS subscriber_active,
   d.place_id, p.name AS place_name, d.event_type, d.warning_id, m.next_attempt_at,
   m.last_error, m.sent_at`;
@@ -127,9 +138,11 @@ const LISTING_FROM = sql`
 export const storedStatus = (status: DeliveryStatus): string =>
   status === 'held' ? 'open' : status;
 
-function subscriberMatches(subscriber: string): SQL {
+/** `robots`: the robot subscribers listed as `subscriber` (`robotsDescribedAs`). */
+function subscriberMatches(subscriber: string, robots: readonly string[]): SQL {
   const byId = isDeliveryId(subscriber) ? sql` OR s.id = ${subscriber}::uuid` : sql``;
   return sql`(lower(s.email) = lower(${subscriber}) OR s.webhook_url = ${subscriber}
+              OR s.robot_url = ${subscriber} OR s.id = ANY(${sql.param([...robots])}::uuid[])
               OR lower(btrim(s.name)) = lower(${subscriber})${byId})`;
 }
 
@@ -141,7 +154,9 @@ export async function listDeliveries(
   const conditions: SQL[] = [];
   if (filter.status) conditions.push(sql`m.status = ${storedStatus(filter.status)}`);
   if (filter.subscriber) {
-    conditions.push(subscriberMatches(filter.subscriber));
+    conditions.push(
+      subscriberMatches(filter.subscriber, await robotsDescribedAs(db, filter.subscriber)),
+    );
   }
   if (filter.since) conditions.push(sql`d.created_at >= ${filter.since.toISOString()}`);
   if (filter.until) conditions.push(sql`d.created_at < ${filter.until.toISOString()}`);
@@ -160,9 +175,22 @@ export async function listDeliveries(
 export async function subscriberKnown(db: Db, subscriber: string): Promise<boolean> {
   const rows = await queryRows<{ id: string }>(
     db,
-    sql`SELECT s.id FROM subscribers s WHERE ${subscriberMatches(subscriber)} LIMIT 1`,
+    sql`SELECT s.id FROM subscribers s
+        WHERE ${subscriberMatches(subscriber, await robotsDescribedAs(db, subscriber))} LIMIT 1`,
   );
   return rows.length > 0;
+}
+
+/** Robot subscribers listed as `text` (`host#fingerprint`); the fingerprint is computed here. */
+async function robotsDescribedAs(db: Db, text: string): Promise<string[]> {
+  if (!/#[0-9a-f]{8}$/i.test(text)) return [];
+  const robots = await queryRows<{ id: string; robot_url: string }>(
+    db,
+    sql`SELECT id, robot_url FROM subscribers WHERE robot_url IS NOT NULL`,
+  );
+  return robots
+    .filter((r) => describeRobot(r.robot_url).toLowerCase() === text.toLowerCase())
+    .map((r) => r.id);
 }
 
 /**

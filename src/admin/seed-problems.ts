@@ -1,3 +1,4 @@
+import { describeRobot } from '../channels/robot-identity.js';
 import { scrub } from '../logger.js';
 import type { SeedProblem } from './seed-validate.js';
 
@@ -6,6 +7,9 @@ import type { SeedProblem } from './seed-validate.js';
  * (`subscribers[5].email`), whose (the subscriber's name, else its address) and what was
  * written (the value, shortened when long). Pure: reads the parsed document only.
  */
+
+/** The seed fields that hold a chat robot's URL, which carries its key. */
+const ROBOT_FIELDS: readonly string[] = ['wecom', 'dingtalk', 'feishu'];
 
 /** Values are quoted up to this many characters. */
 export const QUOTE_MAX = 60;
@@ -39,13 +43,18 @@ function whose(subscriber: unknown): string | null {
   if (typeof name === 'string' && name.trim() !== '') return shorten(name.trim());
   if (typeof email === 'string' && email !== '') return showAddress(email);
   if (typeof webhook === 'string' && webhook !== '') return showAddress(webhook);
+  // A robot URL is a secret (INTERFACE §8): by host and fingerprint only.
+  for (const vendor of ROBOT_FIELDS) {
+    const url = subscriber[vendor];
+    if (typeof url === 'string' && url !== '') return `${vendor} ${describeRobot(url)}`;
+  }
   return null;
 }
 
 /** The value as written, quoted; null when there is none to show or it must not be shown. */
 function quoted(field: string, value: unknown, message: string): string | null {
-  // A webhook secret is never repeated, not even a malformed one.
-  if (/(^|\.)secret$/.test(field)) return null;
+  // A webhook or robot secret is never repeated, not even a malformed one, nor a robot URL.
+  if (/(^|\.)secret$/.test(field) || ROBOT_FIELDS.includes(field)) return null;
   let text: string;
   if (typeof value === 'string') text = field === 'webhook' ? scrub(value) : value;
   else if (typeof value === 'number' || typeof value === 'boolean' || value === null) {
@@ -54,7 +63,13 @@ function quoted(field: string, value: unknown, message: string): string | null {
   else text = JSON.stringify(value);
   const shown = shorten(text);
   // Messages that already quote the value ("朝阳 matches 2 places") need no second copy.
-  if (message.includes(`"${shown}"`) || (shown.length >= 2 && message.includes(shown))) {
+  if (
+    message.includes(`"${shown}"`) ||
+    message.startsWith(`${shown} `) ||
+    // A message that opens with the value quoted (shortened its own way) already shows it.
+    message.startsWith('"') ||
+    (shown.length >= 2 && message.includes(shown))
+  ) {
     return null;
   }
   return typeof value === 'string' ? `"${shown}"` : shown;

@@ -13,6 +13,8 @@ import {
   SECRET_MIN_BYTES,
   WEBHOOK_SECRET_PREFIX as SECRET_PREFIX,
 } from '../channels/webhook-secret.js';
+import { describeRobot, robotUrlProblem } from '../channels/robot-identity.js';
+import type { RobotVendor } from '../domain/robot-render.js';
 import { parseScheduleInput, type SubscriberSchedule } from './seed-schedule.js';
 
 /** One thing wrong with the file: `index` is the subscriber's position, null for the document. */
@@ -31,7 +33,12 @@ export type LocationEntry =
 export type Lang = 'zh' | 'en';
 
 export type SubscriberAddress =
-  { channel: 'email'; email: string } | { channel: 'webhook'; url: string; secret: string | null };
+  | { channel: 'email'; email: string }
+  | { channel: 'webhook'; url: string; secret: string | null }
+  | { channel: 'robot'; vendor: RobotVendor; url: string; secret: string | null };
+
+/** The seed fields that name a chat robot (INTERFACE §8), one per vendor. */
+export const ROBOT_VENDORS: readonly RobotVendor[] = ['wecom', 'dingtalk', 'feishu'];
 
 export interface ValidSubscriber {
   index: number;
@@ -64,6 +71,9 @@ const subscriberSchema = z.strictObject({
   name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
   email: z.string().nullish(),
   webhook: z.string().nullish(),
+  wecom: z.string().nullish(),
+  dingtalk: z.string().nullish(),
+  feishu: z.string().nullish(),
   secret: z.string().nullish(),
   lang: z.enum(['zh', 'en'], 'must be "zh" or "en"').nullish(),
   locations: z.array(z.unknown()).min(1, 'must list at least one location'),
@@ -233,9 +243,45 @@ export function parseLocationEntry(
   }
 }
 
+/**
+ * What is wrong with a robot URL, or null. The URL is the robot's credential: the problem names
+ * the robot by host and fingerprint (`describeRobot`), never by the URL itself.
+ */
+export function checkRobotUrl(vendor: RobotVendor, value: string): string | null {
+  const problem = robotUrlProblem(vendor, value);
+  if (problem) return problem;
+  const url = new URL(value.trim());
+  const robot = describeRobot(value);
+  if (url.username !== '' || url.password !== '') {
+    return `${vendor} robot URL ${robot} must not embed credentials (user:pass@)`;
+  }
+  if (value.includes('#')) return `${vendor} robot URL ${robot} must not have a fragment (#…)`;
+  if (!DB_WEBHOOK.test(value)) {
+    return `${vendor} robot URL ${robot} must be written as http(s)://host/path, lower-case scheme, no spaces`;
+  }
+  return null;
+}
+
+/** What is wrong with a robot's signing secret, or null; never quotes the secret. */
+export function checkRobotSecret(vendor: RobotVendor, value: string): string | null {
+  if (vendor === 'wecom') return 'wecom robots are not signed: remove "secret"';
+  if (value.trim() === '') return 'must not be empty';
+  if (/\s/.test(value)) return 'must not contain spaces or line breaks';
+  if (vendor === 'dingtalk' && !value.startsWith('SEC')) {
+    return 'a DingTalk signing secret starts with "SEC" (the robot\'s 加签 setting)';
+  }
+  return null;
+}
+
 /** The identity of a subscriber: its address, compared as the database compares it. */
 export function identityOf(address: SubscriberAddress): string {
-  return address.channel === 'email' ? `email:${address.email}` : `webhook:${address.url}`;
+  if (address.channel === 'email') return `email:${address.email}`;
+  return `${address.channel}:${address.url}`;
+}
+
+/** The seed field that holds a subscriber's address. */
+export function addressField(address: SubscriberAddress): string {
+  return address.channel === 'robot' ? address.vendor : address.channel;
 }
 
 /** Every rule that needs no lookup; collects all problems instead of stopping at the first. */
@@ -301,7 +347,7 @@ export function validateDocument(doc: unknown): ValidatedDocument {
       const first = seen.get(key);
       if (first !== undefined) {
         add(
-          address.channel === 'email' ? 'email' : 'webhook',
+          addressField(address),
           `duplicates subscribers[${first}]: an address may appear only once`,
         );
       } else {
@@ -332,19 +378,27 @@ function readAddress(
   add: (field: string, message: string) => void,
 ): SubscriberAddress | null {
   const { email, webhook, secret } = input;
-  const hasEmail = email !== undefined && email !== null;
-  const hasWebhook = webhook !== undefined && webhook !== null;
-  if (hasEmail && hasWebhook) {
-    add('webhook', 'a subscriber has exactly one of "email" or "webhook", not both');
+  const present = (['email', 'webhook', ...ROBOT_VENDORS] as const).filter(
+    (field) => input[field] !== undefined && input[field] !== null,
+  );
+  if (present.length > 1) {
+    add(
+      present[1]!,
+      `a subscriber has exactly one of "email", "webhook", "wecom", "dingtalk" or "feishu", not ${present.map((f) => `"${f}"`).join(' and ')}`,
+    );
     return null;
   }
-  if (!hasEmail && !hasWebhook) {
-    add('email', 'a subscriber needs an "email" or a "webhook"');
+  const field = present[0];
+  if (field === undefined) {
+    add(
+      'email',
+      'a subscriber needs an "email" or a "webhook" (or a robot: "wecom", "dingtalk", "feishu")',
+    );
     return null;
   }
-  if (hasEmail) {
-    if (secret !== undefined && secret !== null)
-      add('secret', 'only webhook subscribers have a secret');
+  const hasSecret = secret !== undefined && secret !== null;
+  if (field === 'email') {
+    if (hasSecret) add('secret', 'only webhook, dingtalk and feishu subscribers have a secret');
     if (typeof email !== 'string') return null;
     const problem = checkEmail(email);
     if (problem) {
@@ -352,6 +406,31 @@ function readAddress(
       return null;
     }
     return { channel: 'email', email };
+  }
+  if (field !== 'webhook') {
+    const url = input[field];
+    if (typeof url !== 'string') return null;
+    let ok = true;
+    const urlProblem = checkRobotUrl(field, url);
+    if (urlProblem) {
+      add(field, urlProblem);
+      ok = false;
+    }
+    if (typeof secret === 'string') {
+      const secretProblem = checkRobotSecret(field, secret);
+      if (secretProblem) {
+        add('secret', secretProblem);
+        ok = false;
+      }
+    }
+    return ok
+      ? {
+          channel: 'robot',
+          vendor: field,
+          url,
+          secret: typeof secret === 'string' ? secret : null,
+        }
+      : null;
   }
   if (typeof webhook !== 'string') return null;
   let ok = true;

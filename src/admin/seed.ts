@@ -5,6 +5,7 @@
  */
 import { eq, inArray, or, sql } from 'drizzle-orm';
 import { parseDocument, visit } from 'yaml';
+import { describeRobot, robotCredential } from '../channels/robot-identity.js';
 import type { Db } from '../db/client.js';
 import { places, subscribers, subscriptions } from '../db/schema.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
@@ -20,6 +21,7 @@ import {
 import { quoteValue, type SubscriberSchedule } from './seed-schedule.js';
 import {
   generateWebhookSecret,
+  ROBOT_VENDORS,
   validateDocument,
   type LocationEntry,
   type SeedProblem,
@@ -154,8 +156,11 @@ export async function applySeed(
 ): Promise<SeedResult> {
   const validated = validateDocument(doc);
   for (const subscriber of validated.subscribers) {
-    if (subscriber.address.channel === 'webhook')
-      registerSecret(subscriber.address.secret ?? undefined);
+    if (subscriber.address.channel === 'email') continue;
+    registerSecret(subscriber.address.secret ?? undefined);
+    if (subscriber.address.channel === 'robot') {
+      registerSecret(robotCredential(subscriber.address.url));
+    }
   }
 
   const allEntries: LocationEntry[] = [
@@ -356,9 +361,13 @@ async function planChanges(
   const urls = planned.flatMap((p) =>
     p.source.address.channel === 'webhook' ? [p.source.address.url] : [],
   );
+  const robotUrls = planned.flatMap((p) =>
+    p.source.address.channel === 'robot' ? [p.source.address.url] : [],
+  );
   const conditions = [
     ...(emails.length > 0 ? [inArray(subscribers.email, emails)] : []),
     ...(urls.length > 0 ? [inArray(subscribers.webhookUrl, urls)] : []),
+    ...(robotUrls.length > 0 ? [inArray(subscribers.robotUrl, robotUrls)] : []),
   ];
   const existing: SubscriberRow[] =
     conditions.length > 0
@@ -384,6 +393,7 @@ async function planChanges(
   const byUrl = new Map(
     existing.flatMap((s) => (s.webhookUrl === null ? [] : [[s.webhookUrl, s]])),
   );
+  const byRobot = new Map(existing.flatMap((s) => (s.robotUrl === null ? [] : [[s.robotUrl, s]])));
 
   const plan: Plan = {
     changes: [],
@@ -426,7 +436,11 @@ async function planChanges(
       subscriptionValues(place.id, source.filter, points.get(place.id) ?? null),
     );
     const current =
-      address.channel === 'email' ? byEmail.get(address.email) : byUrl.get(address.url);
+      address.channel === 'email'
+        ? byEmail.get(address.email)
+        : address.channel === 'robot'
+          ? byRobot.get(address.url)
+          : byUrl.get(address.url);
 
     if (!current) {
       let secret: string | null = null;
@@ -445,6 +459,9 @@ async function planChanges(
           email: address.channel === 'email' ? address.email : null,
           webhookUrl: address.channel === 'webhook' ? address.url : null,
           webhookSecret: secret,
+          robotKind: address.channel === 'robot' ? address.vendor : null,
+          robotUrl: address.channel === 'robot' ? address.url : null,
+          robotSecret: address.channel === 'robot' ? address.secret : null,
           ...source.schedule,
         },
         subscriptions: wanted,
@@ -474,6 +491,11 @@ async function planChanges(
     // No secret in the file keeps the stored one: a re-seed must not break a consumer.
     if (address.channel === 'webhook' && address.secret !== null) {
       if (current.webhookSecret !== address.secret) fields.webhookSecret = address.secret;
+    }
+    // A robot's secret is the robot's setting, not ours: the file says whether it signs.
+    if (address.channel === 'robot') {
+      if (current.robotKind !== address.vendor) fields.robotKind = address.vendor;
+      if (current.robotSecret !== address.secret) fields.robotSecret = address.secret;
     }
 
     const currentByPlace = new Map(

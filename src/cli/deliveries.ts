@@ -16,7 +16,8 @@ import { formatTable, type Column } from './table.js';
 
 const USAGE =
   'usage: qwn deliveries [--status held|pending|sent|retrying|dead] ' +
-  '[--subscriber EMAIL|URL|NAME|ID] [--since ISO-time] [--until ISO-time] [--limit N] [--json]';
+  '[--subscriber EMAIL|URL|NAME|ID|HOST#FINGERPRINT] [--since ISO-time] [--until ISO-time] ' +
+  '[--limit N] [--json]';
 
 /** A listing is for reading; the whole error is in --json. */
 const ERROR_WIDTH = 60;
@@ -66,7 +67,7 @@ export const LEDGER_COLUMNS: readonly Column<DeliveryListing>[] = [
     value: (d) => (d.hold && d.status === 'held' ? `held (${d.hold})` : d.status),
   },
   { header: 'attempts', value: (d) => d.attempts, align: 'right' },
-  { header: 'channel', value: (d) => d.channel },
+  { header: 'channel', value: (d) => d.robotKind ?? d.channel },
   {
     header: 'subscriber',
     value: (d) => (d.subscriberActive ? d.subscriber : `${d.subscriber} (off)`),

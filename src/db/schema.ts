@@ -61,6 +61,13 @@ export const subscribers = pgTable(
     email: text('email').unique('subscribers_email_unique'),
     webhookUrl: text('webhook_url').unique('subscribers_webhook_url_unique'),
     webhookSecret: text('webhook_secret'),
+    /**
+     * A chat robot (INTERFACE §8): its vendor, its URL (identity and credential at once, never
+     * logged) and the DingTalk / Feishu signing secret when the robot was created with signing.
+     */
+    robotKind: text('robot_kind'),
+    robotUrl: text('robot_url').unique('subscribers_robot_url_unique'),
+    robotSecret: text('robot_secret'),
     lang: text('lang').notNull().default('zh'),
     active: boolean('active').notNull().default(true),
     /** Why delivery stopped on its own (a webhook answering 410); null while healthy. */
@@ -85,7 +92,10 @@ export const subscribers = pgTable(
     updatedAt: tstz('updated_at').notNull().defaultNow(),
   },
   (t) => [
-    check('subscribers_one_address', sql`(${t.email} IS NULL) <> (${t.webhookUrl} IS NULL)`),
+    check(
+      'subscribers_one_address',
+      sql`num_nonnulls(${t.email}, ${t.webhookUrl}, ${t.robotUrl}) = 1`,
+    ),
     check(
       'subscribers_email_format',
       sql`${t.email} IS NULL OR ${t.email} ~ '^[^@[:space:]]+@[^@[:space:]]+\\.[^@[:space:]]+$'`,
@@ -97,6 +107,18 @@ export const subscribers = pgTable(
     check(
       'subscribers_webhook_secret',
       sql`(${t.webhookUrl} IS NULL AND ${t.webhookSecret} IS NULL) OR (${t.webhookUrl} IS NOT NULL AND ${t.webhookSecret} IS NOT NULL AND ${t.webhookSecret} ~ '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$')`,
+    ),
+    check(
+      'subscribers_robot_format',
+      sql`${t.robotUrl} IS NULL OR ${t.robotUrl} ~ '^https?://[^/@[:space:]]+(/[^[:space:]]*)?$'`,
+    ),
+    check(
+      'subscribers_robot_kind',
+      sql`(${t.robotUrl} IS NULL) = (${t.robotKind} IS NULL) AND (${t.robotKind} IS NULL OR ${t.robotKind} IN ('wecom', 'dingtalk', 'feishu'))`,
+    ),
+    check(
+      'subscribers_robot_secret',
+      sql`${t.robotSecret} IS NULL OR (${t.robotKind} IN ('dingtalk', 'feishu') AND length(btrim(${t.robotSecret})) > 0)`,
     ),
     check('subscribers_lang', sql`${t.lang} IN ('zh', 'en')`),
     check(
@@ -357,12 +379,12 @@ export const deliveries = pgTable(
     index('deliveries_cycle_idx').on(t.cycleId),
     index('deliveries_created_idx').on(t.createdAt),
     check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
-    check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook')`),
+    check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook', 'robot')`),
   ],
 );
 
 /**
- * What is sent: one email or one webhook POST carrying one or more notifications of one
+ * What is sent: one email, one webhook POST or one chat-robot post carrying one or more notifications of one
  * subscriber (INTERFACE §6). Its id is the webhook-id and the email Message-ID, on every retry
  * and redelivery; a message of one notification takes that notification's id. `open` collects:
  * notifications of the subscriber may still join it until `next_attempt_at`, when it is due.
@@ -406,7 +428,7 @@ export const messages = pgTable(
       'messages_hold',
       sql`${t.hold} IS NULL OR ${t.hold} IN ('cycle', 'window', 'quiet', 'throttle')`,
     ),
-    check('messages_channel', sql`${t.channel} IN ('email', 'webhook')`),
+    check('messages_channel', sql`${t.channel} IN ('email', 'webhook', 'robot')`),
     check('messages_attempts', sql`${t.attempts} >= 0`),
   ],
 );

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { pino, type DestinationStream } from 'pino';
 import { applySeed } from '../admin/seed.js';
+import { describeRobot } from '../channels/robot-identity.js';
 import { generateWebhookSecret } from '../admin/seed-validate.js';
 import { formatTable } from '../cli/table.js';
 import { loadConfig } from '../config.js';
@@ -17,6 +18,7 @@ import { deletePrefixKeys } from '../pipeline/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';
 import { provideRedis } from './redis.js';
+import { startRobotSink } from './robot-sink.js';
 import { startSmtpSink } from './smtp-sink.js';
 import { UNWATCHED_PLACES, buildStoryline } from './storyline.js';
 import {
@@ -49,7 +51,7 @@ export interface DemoOptions {
 }
 
 export interface DeliveryCount {
-  channel: 'email' | 'webhook';
+  channel: 'email' | 'webhook' | 'robot';
   status: string;
   count: number;
 }
@@ -127,7 +129,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   };
 
   try {
-    print('qwn demo: the real pipeline (BullMQ workers, Postgres, email and webhook channels)');
+    print(
+      'qwn demo: the real pipeline (BullMQ workers, Postgres, email, webhook and chat-robot channels)',
+    );
     print('against the built-in QWeather simulator playing a storyline.');
     print('');
 
@@ -168,6 +172,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     });
     cleanups.push({ what: 'webhook sink', run: () => hooks.close() });
     print(`  webhooks    signature-verifying sink on ${hooks.origin}`);
+    const robot = await startRobotSink();
+    cleanups.push({ what: 'robot sink', run: () => robot.close() });
+    print(`  robot       WeCom group robot sink ${describeRobot(robot.url)} (answers errcode 0)`);
 
     const tunables = Object.fromEntries(TUNABLE.map((name) => [name, options.env[name]]));
     const config = loadConfig({
@@ -202,6 +209,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
           from: new Date(Date.now() - 60_000),
           to: new Date(Date.now() + QUIET_HOURS_LEFT_MS),
         },
+        wecomRobotUrl: robot.url,
       }),
     ).finally(() => lookup.close());
     if (!seeded.ok) {
@@ -223,7 +231,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     for (const line of formatTable(
       await queryRows<{ name: string; channel: string; lang: string; filter: string }>(
         ctx.db,
-        sql`SELECT u.name, CASE WHEN u.email IS NULL THEN 'webhook' ELSE 'email' END AS channel,
+        sql`SELECT u.name,
+              CASE WHEN u.robot_kind IS NOT NULL THEN u.robot_kind
+                   WHEN u.email IS NULL THEN 'webhook' ELSE 'email' END AS channel,
               u.lang,
               concat_ws(', ',
                 CASE WHEN max(s.min_level) IS NOT NULL THEN max(s.min_level) || ' and above' END,
@@ -254,6 +264,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       if (index > 0) sim.step(index);
       const mailsBefore = smtp.messages.length;
       const hooksBefore = hooks.requests.length;
+      const robotBefore = robot.posts.length;
       const listedIds = sim.state().listed;
       const summary = await runCycleOnce(ctx, runtime.redis, { timeoutMs: 30_000 });
       cycles.push(summary);
@@ -284,6 +295,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         print(
           `      webhook   ${request.path.padEnd(PATH_WIDTH)}  ${body}  ${request.verified ? 'signature verified' : `SIGNATURE NOT VERIFIED (${request.verifyError ?? 'unknown'})`}`,
         );
+      }
+      // What the WeCom group sees, as posted (markdown).
+      for (const post of robot.posts.slice(robotBefore)) {
+        print(`      wecom     广东值班群 posted:`);
+        for (const line of post.content.split('\n')) print(`        │ ${line}`);
       }
       const byChannel = await queryRows<DeliveryCount>(
         ctx.db,
@@ -382,7 +398,7 @@ function printSummary(print: (line: string) => void, report: DemoReport): void {
   for (const line of eventTable.split('\n')) print(`    ${line}`);
   print('');
   print('  deliveries by channel and status');
-  const channels = (['email', 'webhook'] as const).map((channel) => ({
+  const channels = (['email', 'webhook', 'robot'] as const).map((channel) => ({
     channel,
     counts: Object.fromEntries(
       STATUSES.map((s) => [

@@ -24,6 +24,8 @@ export function demoSeedDocument(options: {
    * plays and ends soon after, so the demo shows a hold and its release within a minute.
    */
   quietHours: { from: Date; to: Date };
+  /** The demo's WeCom group robot (src/demo/robot-sink.ts). */
+  wecomRobotUrl?: string;
 }): { subscribers: Record<string, unknown>[] } {
   const allPlaces = Object.values(DEMO_PLACES).map((p) => p.id);
   return {
@@ -70,6 +72,15 @@ export function demoSeedDocument(options: {
         // The rainstorm in 杭州 is filtered out for this one.
         types: ['台风'],
       },
+      ...(options.wecomRobotUrl
+        ? [
+            {
+              name: '广东值班群 (WeCom robot)',
+              wecom: options.wecomRobotUrl,
+              locations: GUANGDONG.map((p) => ({ query: p.name, adm: '广东' })),
+            },
+          ]
+        : []),
     ],
   };
 }

@@ -30,6 +30,9 @@ import { levelRank, type Level } from './warning.js';
  * - An unknown level never bypasses the quiet hours.
  * - Over the limit, a 'cycle' message becomes a 'throttle' one: released early it could break the
  *   limit, so it waits for its slot.
+ * - A 'throttle' message is joined whatever the grouping, even 'none': it waits because no message
+ *   may go before it (the hourly limit, or a chat robot's rate limit, which sets a message back to
+ *   open 'throttle'), so a new message could only wait behind it.
  */
 
 export type GroupMode = { kind: 'none' } | { kind: 'cycle' } | { kind: 'window'; seconds: number };
@@ -84,9 +87,12 @@ export interface NewNotification {
 export type Placement =
   { join: string } | { create: { hold: Hold | null; sendAt: Date; cycleId: string | null } };
 
-/** Default grouping per channel (INTERFACE §6): an email collects its cycle, a webhook does not. */
-export function defaultGroup(channel: 'email' | 'webhook'): GroupMode {
-  return channel === 'email' ? { kind: 'cycle' } : { kind: 'none' };
+/**
+ * Default grouping per channel (INTERFACE §6): an email and a chat robot collect their cycle, a
+ * webhook does not.
+ */
+export function defaultGroup(channel: 'email' | 'webhook' | 'robot'): GroupMode {
+  return channel === 'webhook' ? { kind: 'none' } : { kind: 'cycle' };
 }
 
 /**
@@ -337,6 +343,11 @@ export function placeNotification(input: PlacementInput): Placement {
           ? joinable.find((m) => m.hold === 'window')
           : undefined;
   if (collecting) return { join: collecting.id };
+  // A message waiting for a slot ('throttle': the hourly limit, or a chat robot's own rate limit
+  // that held it back) is the next message allowed, whatever the grouping: what comes meanwhile
+  // rides along rather than queue behind it in a message of its own.
+  const waiting = quietNow === null ? joinable.find((m) => m.hold === 'throttle') : undefined;
+  if (waiting) return { join: waiting.id };
   let hold: Hold | null =
     group.kind === 'cycle' ? 'cycle' : group.kind === 'window' ? 'window' : null;
   let sendAt =

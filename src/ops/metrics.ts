@@ -30,7 +30,7 @@ import { withTimeout } from './with-timeout.js';
  */
 
 const DELIVERY_OUTCOMES = ['sent', 'retrying', 'dead'] as const;
-const CHANNELS = ['email', 'webhook'] as const;
+const CHANNELS = ['email', 'webhook', 'robot'] as const;
 const CYCLE_STATUSES = ['done', 'failed'] as const;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
 

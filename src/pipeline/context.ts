@@ -1,4 +1,6 @@
 import type { Mailer } from '../channels/email.js';
+import type { RobotRateLimiter } from '../channels/robot-rate-limit.js';
+import type { RobotSender } from '../channels/robot.js';
 import type { WebhookSender } from '../channels/webhook.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
@@ -18,6 +20,8 @@ export interface PipelineContext {
   readonly logger: Logger;
   readonly mailer: Mailer;
   readonly webhooks: WebhookSender;
+  /** Chat robots (INTERFACE §8): the sender, and their rate limits shared by every worker. */
+  readonly robots: { readonly limiter: RobotRateLimiter; readonly sender: RobotSender };
   /** The clock, passed in so that tests can fix it. */
   readonly now: () => Date;
   readonly random: () => number;

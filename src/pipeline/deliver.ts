@@ -2,18 +2,22 @@ import type { Queue } from 'bullmq';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
+import { attemptRobotMessage } from '../channels/robot-delivery.js';
+import { describeRobot, robotCredential } from '../channels/robot-identity.js';
+import { RobotError } from '../channels/robot.js';
 import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
 import { WebhookError } from '../channels/webhook.js';
-import { queryPrepared } from '../db/client.js';
+import { queryPrepared, queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { Message } from '../domain/message-render.js';
 import type { Notification } from '../domain/render.js';
-import type { Hold } from '../domain/schedule.js';
+import type { RobotVendor } from '../domain/robot-render.js';
+import { JOIN_MARGIN_MS, type Hold } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
-import { scrub, type Logger } from '../logger.js';
+import { registerSecret, scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
-import type { CreatedMessage } from './notification-ledger.js';
+import { MESSAGE_LOCK, type CreatedMessage } from './notification-ledger.js';
 import { deliverJobId, type Queues } from './queues.js';
 import { Semaphore } from './semaphore.js';
 import { SentRecorder } from './sent-recorder.js';
@@ -28,8 +32,9 @@ export const deliverPayload = z.object({
 });
 export type DeliverPayload = z.infer<typeof deliverPayload>;
 
-export type Channel = 'email' | 'webhook';
-export const CHANNELS: readonly Channel[] = ['webhook', 'email'];
+/** A chat robot's channel is 'robot'; its vendor is the subscriber's `robot_kind`. */
+export type Channel = 'email' | 'webhook' | 'robot';
+export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
 
 /**
  * Messages per first-attempt job, by channel. One job per message cost about 40 Redis commands
@@ -37,7 +42,7 @@ export const CHANNELS: readonly Channel[] = ['webhook', 'email'];
  * in smaller batches: a mail pool sends far fewer per second than a webhook client, and a
  * claimed message should not wait long for its turn.
  */
-export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, email: 10 };
+export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, robot: 10, email: 10 };
 
 /**
  * Messages whose attempt is still owed or under way: pending and never tried, or claimed right
@@ -61,7 +66,7 @@ export const SEND_START_DEADLINE_MS = (CLAIM_SECONDS * 1000) / 3;
 /** A deliver job may fire a moment before the row's time (clocks of app and database). */
 const EARLY_TOLERANCE_SECONDS = 5;
 
-export type DeliverOutcome = 'sent' | 'retrying' | 'dead' | 'skipped' | 'released';
+export type DeliverOutcome = 'sent' | 'retrying' | 'dead' | 'skipped' | 'released' | 'waiting';
 
 /** What a deliver job did with its rows; `skipped` rows were not due or already handled. */
 export interface DeliverResult {
@@ -70,6 +75,8 @@ export interface DeliverResult {
   dead: Record<Channel, number>;
   /** Claimed but handed back unsent (no send slot in time); each has a job of its own again. */
   released: number;
+  /** Robot messages set back to collect until the robot's rate limit lets them go. */
+  waiting: number;
   skipped: number;
 }
 
@@ -83,6 +90,9 @@ interface ClaimedMessage {
   email: string | null;
   webhook_url: string | null;
   webhook_secret: string | null;
+  robot_kind: RobotVendor | null;
+  robot_url: string | null;
+  robot_secret: string | null;
   lang: 'zh' | 'en';
   active: boolean;
   unsubscribed: boolean;
@@ -126,7 +136,7 @@ const LIVE_STATES = new Set(['waiting', 'active', 'prioritized', 'waiting-childr
 
 export type DeliverQueues = Pick<Queues, 'deliverWebhook' | 'deliverEmail'>;
 
-/** The queue that carries a channel's deliver jobs. */
+/** The queue that carries a channel's deliver jobs; robot posts ride the webhook queue. */
 export function deliverQueue(queues: DeliverQueues, channel: Channel): Queue {
   return channel === 'email' ? queues.deliverEmail : queues.deliverWebhook;
 }
@@ -173,7 +183,11 @@ export async function enqueueFirstAttempts(
   created: readonly CreatedMessage[],
   now: Date,
 ): Promise<void> {
-  const batches: Record<Channel, Map<string, string[]>> = { email: new Map(), webhook: new Map() };
+  const batches: Record<Channel, Map<string, string[]>> = {
+    email: new Map(),
+    webhook: new Map(),
+    robot: new Map(),
+  };
   for (const message of created) {
     if (message.firstJobId === null) continue;
     const ids = batches[message.channel].get(message.firstJobId);
@@ -238,7 +252,8 @@ async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Outg
             AND (claimed_until IS NULL OR claimed_until < now())
           RETURNING id, attempts, channel, hold, subscriber_id)
         SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id,
-               s.email, s.webhook_url, s.webhook_secret, s.lang, s.active, s.disabled_reason,
+               s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
+               s.robot_secret, s.lang, s.active, s.disabled_reason,
                s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to
         FROM claimed c JOIN subscribers s ON s.id = c.subscriber_id`,
   );
@@ -337,6 +352,10 @@ function classify(err: unknown): Failure {
       ...(err.retryAfterMs === undefined ? {} : { retryAfterMs: err.retryAfterMs }),
     };
   }
+  if (err instanceof RobotError) {
+    // Its message names the robot by host and fingerprint and quotes the vendor's answer.
+    return { retryable: err.retryable, message, gone: err.gone };
+  }
   if (err instanceof EmailError) {
     // The server's reply is what an admin needs to see; the channel's message usually quotes it.
     const response = err.response === undefined ? undefined : scrub(err.response);
@@ -391,7 +410,7 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
   return s;
 }
 
-const byChannel = (): Record<Channel, number> => ({ email: 0, webhook: 0 });
+const byChannel = (): Record<Channel, number> => ({ email: 0, webhook: 0, robot: 0 });
 
 /**
  * The deliver job: one attempt at each of its messages, then each message's next state. The
@@ -411,6 +430,7 @@ export async function runDeliver(
     retrying: byChannel(),
     dead: byChannel(),
     released: 0,
+    waiting: 0,
     skipped: payload.messageIds.length - messages.length,
   };
   if (result.skipped > 0)
@@ -422,6 +442,7 @@ export async function runDeliver(
     messages.map(async (message) => {
       const outcome = await attempt(ctx, log, s, message, claimedAt);
       if (outcome === 'released') released.push(message);
+      else if (outcome === 'waiting') result.waiting += 1;
       else if (outcome !== 'skipped') result[outcome][message.channel] += 1;
     }),
   );
@@ -468,11 +489,15 @@ async function attempt(
       message: 'the message carries no notification any more',
     });
   }
-  const send = async (): Promise<Failure | 'sent' | 'late'> => {
+  const send = async (): Promise<Failure | RobotWait | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
     const content = contentOf(message);
     try {
-      if (message.channel === 'email') {
+      if (message.channel === 'robot') {
+        const robot = robotTarget(message);
+        const result = await attemptRobotMessage(ctx.robots, robot, content);
+        if (result.outcome === 'wait') return result;
+      } else if (message.channel === 'email') {
         await ctx.mailer.send(message.email!, content, {
           unsubscribeUrl: unsubscribeUrl(ctx.config, {
             id: message.subscriber_id,
@@ -495,18 +520,129 @@ async function attempt(
       ? await s.emailShare.run(() => s.sends.run(send, { ahead: true }))
       : await s.sends.run(send);
   if (sent === 'late') return 'released';
+  if (sent !== 'sent' && 'outcome' in sent) return waitForRobot(ctx, log, message, sent);
   if (sent !== 'sent') return recordFailure(ctx, log, message, sent);
   await s.sent.markSent(message.id, new Date());
   log.info(
     {
       messageId: message.id,
       channel: message.channel,
+      ...(message.robot_url ? { robot: describeRobot(message.robot_url) } : {}),
       attempt: message.attempts,
       notifications: message.notifications.length,
     },
     'message delivered',
   );
   return 'sent';
+}
+
+/** A waiting robot message joins one due at most this much later than its own wait. */
+const JOIN_SLACK_MS = 5_000;
+
+/** A robot message that could not be posted yet: the robot's rate limit, ours or the vendor's. */
+interface RobotWait {
+  outcome: 'wait';
+  waitMs: number;
+  reason: 'limit' | 'vendor';
+}
+
+/** The robot of a robot subscriber; its credential and secret are scrubbed from every log. */
+function robotTarget(message: ClaimedMessage): {
+  vendor: RobotVendor;
+  url: string;
+  secret: string | null;
+} {
+  registerSecret(robotCredential(message.robot_url!));
+  registerSecret(message.robot_secret ?? undefined);
+  return { vendor: message.robot_kind!, url: message.robot_url!, secret: message.robot_secret };
+}
+
+/**
+ * A robot that cannot take the post yet (INTERFACE §7): the message is neither failed nor
+ * dropped. It goes back to collecting ('open', hold 'throttle') until the robot can take it,
+ * the attempt not counted, so what the subscriber is owed meanwhile joins it (the scheduler
+ * joins a waiting 'throttle' message whatever the grouping) and goes out in the same post. When
+ * the subscriber already has a message waiting so, a message never posted nor tried joins that
+ * one instead (its id was never seen), under the scheduler's lock of the subscriber's messages. A message held by the quiet hours keeps that hold and its id: its
+ * "while you were away" heading is owed. Its delayed job has an id of its own: the job running
+ * now may hold the attempt's usual id.
+ */
+async function waitForRobot(
+  ctx: PipelineContext,
+  jobLog: Logger,
+  message: Outgoing,
+  wait: RobotWait,
+): Promise<DeliverOutcome> {
+  const waitMs = Math.max(1, Math.ceil(wait.waitMs));
+  const why =
+    wait.reason === 'vendor'
+      ? `the robot answered rate-limited; waiting ${Math.ceil(waitMs / 1000)} s`
+      : `the robot's rate limit is reached; waiting ${Math.ceil(waitMs / 1000)} s`;
+  const outcome = await ctx.db.transaction(async (tx) => {
+    await tx.execute(sql`
+      SELECT pg_advisory_xact_lock(hashtextextended(${MESSAGE_LOCK}::text || ${message.subscriber_id}::text, 0))`);
+    // Never posted, nor tried: not sent before a redelivery, no failed attempt that may have
+    // reached the group after all (DingTalk's msgUuid is this id).
+    const [own] = await queryRows<{ unseen: boolean }>(
+      tx,
+      sql`SELECT (sent_at IS NULL AND last_error IS NULL AND attempts = 1) AS unseen
+          FROM messages WHERE id = ${message.id}`,
+    );
+    if (own?.unseen && message.hold !== 'quiet') {
+      const [joined] = await queryRows<{ id: string }>(
+        tx,
+        sql`SELECT id FROM messages
+            WHERE subscriber_id = ${message.subscriber_id} AND id <> ${message.id}
+              AND status = 'open' AND hold = 'throttle'
+              AND next_attempt_at >= now() + make_interval(secs => ${JOIN_MARGIN_MS / 1000})
+              -- Not one that waits much longer (the hourly limit): this one would wait with it.
+              AND next_attempt_at <= now() + make_interval(secs => ${(waitMs + JOIN_SLACK_MS) / 1000})
+            ORDER BY next_attempt_at, id
+            LIMIT 1
+            FOR UPDATE`,
+      );
+      if (joined) {
+        await tx.execute(
+          sql`UPDATE deliveries SET message_id = ${joined.id} WHERE message_id = ${message.id}`,
+        );
+        await tx.execute(sql`DELETE FROM messages WHERE id = ${message.id}`);
+        return { joined: joined.id };
+      }
+    }
+    const [row] = await queryRows<{ attempts: number }>(
+      tx,
+      sql`UPDATE messages SET status = 'open',
+            hold = CASE WHEN hold = 'quiet' THEN 'quiet' ELSE 'throttle' END,
+            attempts = attempts - 1, claimed_until = NULL, first_job_id = NULL,
+            next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}),
+            last_error = ${why}, updated_at = now()
+          WHERE id = ${message.id} AND status IN ('pending', 'retrying')
+          RETURNING attempts`,
+    );
+    return row ? { attempts: row.attempts } : null;
+  });
+  if (!outcome) return 'skipped';
+  const log = {
+    messageId: message.id,
+    robot: describeRobot(message.robot_url!),
+    reason: wait.reason,
+    waitMs,
+    notifications: message.notifications.length,
+  };
+  if ('joined' in outcome) {
+    jobLog.info({ ...log, joined: outcome.joined }, 'robot message joins the one waiting');
+    return 'waiting';
+  }
+  await deliverQueue(ctx.queues, message.channel).add(
+    DELIVER_JOB,
+    { messageIds: [message.id] } satisfies DeliverPayload,
+    {
+      jobId: `${deliverJobId(message.id, outcome.attempts)}_w${ctx.now().getTime()}`,
+      delay: waitMs,
+    },
+  );
+  jobLog.info(log, 'robot message waits for the rate limit');
+  return 'waiting';
 }
 
 /** Messages claimed but not sent: the attempt is given back and each gets a job of its own. */
@@ -526,11 +662,23 @@ async function recordFailure(
 ): Promise<DeliverOutcome> {
   const log = jobLog.child({ messageId: message.id });
   if (failure.gone) {
-    const reason = `webhook answered 410 Gone at ${ctx.now().toISOString()} (message ${message.id})`;
+    const at = ctx.now().toISOString();
+    const reason =
+      message.channel === 'robot'
+        ? `robot gone or its token invalid at ${at} (message ${message.id}): ${failure.message}`
+        : `webhook answered 410 Gone at ${at} (message ${message.id})`;
     await ctx.db.execute(sql`
-      UPDATE subscribers SET active = false, updated_at = now(), disabled_reason = ${reason}
+      UPDATE subscribers SET active = false, updated_at = now(),
+        disabled_reason = ${reason.slice(0, MAX_ERROR_LENGTH)}
       WHERE id = ${message.subscriber_id}`);
-    log.warn({ subscriberId: message.subscriber_id }, 'webhook gone, subscriber disabled');
+    if (message.channel === 'robot') {
+      log.warn(
+        { subscriberId: message.subscriber_id, robot: describeRobot(message.robot_url!) },
+        'robot gone, subscriber disabled',
+      );
+    } else {
+      log.warn({ subscriberId: message.subscriber_id }, 'webhook gone, subscriber disabled');
+    }
   }
 
   if (!failure.retryable || message.attempts >= MAX_DELIVERY_ATTEMPTS) {

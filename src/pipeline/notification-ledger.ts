@@ -33,14 +33,18 @@ export interface CreatedMessage {
   dueAt: Date;
 }
 
+/** The channel of subscriber `u`: the column of its one address. */
+const SUBSCRIBER_CHANNEL = `CASE WHEN u.email IS NOT NULL THEN 'email' WHEN u.robot_url IS NOT NULL THEN 'robot' ELSE 'webhook' END`;
+
 /**
  * What the subscription queries of both checks select of the subscriber: its channel and
- * whether its notifications need the scheduler.
+ * whether its notifications need the scheduler. A robot's always do, whatever its grouping:
+ * while the robot's rate limit holds a message back, what follows must be able to join it.
  */
 export const SUBSCRIBER_DELIVERY_COLUMNS = sql.raw(`
-  CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel,
-  (coalesce(u.group_mode, CASE WHEN u.email IS NOT NULL THEN 'cycle' ELSE 'none' END) <> 'none'
-   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL) AS scheduled`);
+  ${SUBSCRIBER_CHANNEL} AS channel,
+  (coalesce(u.group_mode, CASE WHEN u.webhook_url IS NOT NULL THEN 'none' ELSE 'cycle' END) <> 'none'
+   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL OR u.robot_url IS NOT NULL) AS scheduled`);
 
 /** Who may be told anything: active, and not unsubscribed (DESIGN invariant 11). */
 export const SUBSCRIBER_RECEIVES = sql.raw(`u.active AND u.unsubscribed_at IS NULL`);
@@ -219,7 +223,7 @@ interface PlannedMessage {
 }
 
 /** Namespaced so that no other advisory lock of qwn (migrate, seed, alerts) collides with it. */
-const MESSAGE_LOCK = 'qwn-messages/';
+export const MESSAGE_LOCK = 'qwn-messages/';
 
 /**
  * Notifications of subscribers who group, keep quiet hours or an hourly limit: each is placed
@@ -241,7 +245,7 @@ async function insertScheduled(
     FROM (SELECT id FROM unnest(${ids}::uuid[]) AS id ORDER BY id OFFSET 0) s`);
   const prefsRows = await queryRows<SubscriberPrefsRow>(
     tx,
-    sql`SELECT u.id, CASE WHEN u.email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel,
+    sql`SELECT u.id, ${sql.raw(SUBSCRIBER_CHANNEL)} AS channel,
           u.group_mode, u.group_window_seconds, u.quiet_from, u.quiet_to, u.quiet_bypass_level,
           u.max_per_hour,
           coalesce(u.timezone,
@@ -386,7 +390,7 @@ async function insertScheduled(
   const toWrite = [...planned.values()].filter((m) => carried.has(m.id));
   const dueNow = toWrite.filter((m) => m.dueAt <= now);
   const firstJob = new Map<string, string>();
-  const seen: Record<Channel, number> = { email: 0, webhook: 0 };
+  const seen: Record<Channel, number> = { email: 0, webhook: 0, robot: 0 };
   for (const m of dueNow) {
     const batch = Math.floor(seen[m.channel]++ / FIRST_ATTEMPT_BATCH[m.channel]);
     firstJob.set(m.id, `${input.key}_s_${m.channel}${batch}`);

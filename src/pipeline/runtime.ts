@@ -1,4 +1,6 @@
 import { createMailer } from '../channels/email.js';
+import { createRobotRateLimiter } from '../channels/robot-rate-limit.js';
+import { createRobotSender } from '../channels/robot.js';
 import { createWebhookSender } from '../channels/webhook.js';
 import { MissingSettingError, type Config } from '../config.js';
 import { openPostgres, type Database } from '../db/client.js';
@@ -95,6 +97,15 @@ export function createRuntime(
     timeoutMs: config.webhookTimeoutMs,
     logger,
   });
+  const robots = {
+    // In the queues' Redis under their prefix: every worker of the deployment counts one window.
+    limiter: createRobotRateLimiter({ redis, prefix: `${config.queuePrefix}:` }),
+    sender: createRobotSender({
+      allowPrivate: config.webhookAllowPrivate,
+      timeoutMs: config.webhookTimeoutMs,
+      logger,
+    }),
+  };
   const ctx: PipelineContext = {
     config,
     db: database.db,
@@ -103,6 +114,7 @@ export function createRuntime(
     logger,
     mailer,
     webhooks,
+    robots,
     now: options.now ?? (() => new Date()),
     random: Math.random,
     ...(options.onUpstreamResult ? { onUpstreamResult: options.onUpstreamResult } : {}),
@@ -115,7 +127,12 @@ export function createRuntime(
     database,
     async close() {
       await queues.close();
-      await Promise.allSettled([upstream.close(), mailer.close(), webhooks.close()]);
+      await Promise.allSettled([
+        upstream.close(),
+        mailer.close(),
+        webhooks.close(),
+        robots.sender.close(),
+      ]);
       redis.disconnect();
       if (!options.database) await database.close();
     },

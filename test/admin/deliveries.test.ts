@@ -60,6 +60,7 @@ describe('ledger listing helpers', () => {
       {
         ...base,
         id: 'a',
+        robotKind: null,
         messageId: 'ma',
         hold: null,
         status: 'retrying',
@@ -70,6 +71,7 @@ describe('ledger listing helpers', () => {
       {
         ...base,
         id: 'b',
+        robotKind: null,
         messageId: 'mb',
         hold: 'cycle',
         status: 'dead',
@@ -81,6 +83,7 @@ describe('ledger listing helpers', () => {
       {
         ...base,
         id: 'c',
+        robotKind: null,
         messageId: 'mc',
         hold: 'quiet',
         status: 'held',

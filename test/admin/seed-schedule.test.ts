@@ -26,6 +26,12 @@ function linesFor(fields: Record<string, unknown>): string[] {
   return validateDocument(doc).problems.map((p) => describeSeedProblem(doc, p));
 }
 
+/** The line `qwn seed` prints for a problem written as "<field> <what is wrong>". */
+function printed(index: number, who: string, problem: string): string {
+  const [field, ...rest] = problem.split(' ');
+  return `subscribers[${index}].${field} (${who}): ${rest.join(' ')}`;
+}
+
 function scheduleOf(fields: Record<string, unknown>): SubscriberSchedule {
   const result = validateDocument({ subscribers: [{ ...base, ...fields }] });
   expect(result.problems).toEqual([]);
@@ -183,14 +189,18 @@ describe('seed schedule fields: every problem names the subscriber and quotes th
       'maxPerHour "5000" is not a whole number of messages from 1 to 1000',
     ],
   ])('%s', (_label, fields, problem) => {
-    expect(linesFor(fields)).toEqual([`subscribers[1] "${NAME}": ${problem}`]);
+    expect(linesFor(fields)).toEqual([printed(1, NAME, problem)]);
   });
 
   it('shortens a long bad value', () => {
     const long = `Asia/${'x'.repeat(200)}`;
     const [line] = linesFor({ timezone: long });
     expect(line).toBe(
-      `subscribers[1] "${NAME}": timezone "${long.slice(0, 40)}…" is not an IANA time zone (e.g. "Asia/Shanghai")`,
+      printed(
+        1,
+        NAME,
+        `timezone "${long.slice(0, 40)}…" is not an IANA time zone (e.g. "Asia/Shanghai")`,
+      ),
     );
   });
 
@@ -203,11 +213,11 @@ describe('seed schedule fields: every problem names the subscriber and quotes th
         maxPerHour: -1,
       }),
     ).toEqual([
-      `subscribers[1] "${NAME}": group "daily" is not "none", "cycle" or {"windowSeconds": N}`,
-      `subscribers[1] "${NAME}": timezone "Nowhere" is not an IANA time zone (e.g. "Asia/Shanghai")`,
-      `subscribers[1] "${NAME}": quietHours.from "24:00" is not a time of day (HH:MM)`,
-      `subscribers[1] "${NAME}": quietHours.to "99:99" is not a time of day (HH:MM)`,
-      `subscribers[1] "${NAME}": maxPerHour -1 is not a whole number of messages from 1 to 1000`,
+      printed(1, NAME, 'group "daily" is not "none", "cycle" or {"windowSeconds": N}'),
+      printed(1, NAME, 'timezone "Nowhere" is not an IANA time zone (e.g. "Asia/Shanghai")'),
+      printed(1, NAME, 'quietHours.from "24:00" is not a time of day (HH:MM)'),
+      printed(1, NAME, 'quietHours.to "99:99" is not a time of day (HH:MM)'),
+      printed(1, NAME, 'maxPerHour -1 is not a whole number of messages from 1 to 1000'),
     ]);
   });
 
@@ -215,7 +225,11 @@ describe('seed schedule fields: every problem names the subscriber and quotes th
     const doc = { subscribers: [{ email: 'night@example.com', locations: ['1'], maxPerHour: 0 }] };
     const lines = validateDocument(doc).problems.map((p) => describeSeedProblem(doc, p));
     expect(lines).toEqual([
-      'subscribers[0] <night@example.com>: maxPerHour 0 is not a whole number of messages from 1 to 1000',
+      printed(
+        0,
+        'night@example.com',
+        'maxPerHour 0 is not a whole number of messages from 1 to 1000',
+      ),
     ]);
   });
 

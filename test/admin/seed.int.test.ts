@@ -441,3 +441,82 @@ describe('qwn seed <file>', () => {
     expect(noApi.stderr).toMatch(/QWEATHER_API_URL is not set/);
   });
 });
+
+describe('chat-robot subscribers', () => {
+  const WECOM = 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=3f2a7c1e-9b8d-4e6f-a5c4';
+  const DING = 'https://oapi.dingtalk.com/robot/send?access_token=8c1d5e2b9a7f3e6d4c0b';
+  const LARK = 'https://open.larksuite.com/open-apis/bot/v2/hook/0a9b8c7d-6e5f';
+  const ROBOTS = {
+    subscribers: [
+      { name: '杭州值班群', wecom: WECOM, locations: ['101210101'] },
+      { name: '应急钉钉群', dingtalk: DING, secret: 'SECabc123', locations: ['101210101'] },
+      { name: 'Lark desk', feishu: LARK, secret: 'lark-secret', locations: ['101210101'] },
+    ],
+  };
+
+  it('writes one row per robot, and seeding the same file again changes nothing', async () => {
+    expect(expectOk(await seed(ROBOTS))).toMatchObject({ created: 3, generatedSecrets: [] });
+    const rows = await queryRows<{
+      name: string;
+      robot_kind: string;
+      robot_url: string;
+      robot_secret: string | null;
+      email: string | null;
+      webhook_url: string | null;
+      group_mode: string | null;
+    }>(
+      database.db,
+      sql`SELECT name, robot_kind, robot_url, robot_secret, email, webhook_url, group_mode
+          FROM subscribers ORDER BY name`,
+    );
+    expect(rows).toEqual([
+      expect.objectContaining({ name: 'Lark desk', robot_kind: 'feishu', robot_url: LARK }),
+      expect.objectContaining({
+        name: '应急钉钉群',
+        robot_kind: 'dingtalk',
+        robot_secret: 'SECabc123',
+      }),
+      expect.objectContaining({ name: '杭州值班群', robot_kind: 'wecom', robot_secret: null }),
+    ]);
+    // No address but the robot's; grouping left to the channel's default ('cycle').
+    expect(rows.every((r) => r.email === null && r.webhook_url === null)).toBe(true);
+    expect(rows.every((r) => r.group_mode === null)).toBe(true);
+    const first = await dump();
+    expect(expectOk(await seed(ROBOTS))).toMatchObject({ created: 0, updated: 0, unchanged: 3 });
+    expect(await dump()).toEqual(first);
+  });
+
+  it('updates a robot in place when its secret changes or goes', async () => {
+    expectOk(await seed(ROBOTS));
+    const [before] = await queryRows<{ id: string }>(
+      database.db,
+      sql`SELECT id FROM subscribers WHERE robot_url = ${DING}`,
+    );
+    const [wecom, ding, lark] = ROBOTS.subscribers;
+    const { secret: _dropped, ...unsigned } = lark!;
+    const changed = { subscribers: [wecom, { ...ding, secret: 'SECnew456' }, unsigned] };
+    expect(expectOk(await seed(changed))).toMatchObject({ created: 0, updated: 2, unchanged: 1 });
+    const after = await queryRows<{ id: string; robot_url: string; robot_secret: string | null }>(
+      database.db,
+      sql`SELECT id, robot_url, robot_secret FROM subscribers WHERE robot_url IN (${DING}, ${LARK})
+          ORDER BY robot_kind`,
+    );
+    expect(after).toEqual([
+      { id: before!.id, robot_url: DING, robot_secret: 'SECnew456' },
+      expect.objectContaining({ robot_url: LARK, robot_secret: null }),
+    ]);
+  });
+
+  it('is refused by the database with two addresses, a bad kind or a WeCom secret', async () => {
+    const insert = (values: ReturnType<typeof sql>) =>
+      database.db.execute(sql`INSERT INTO subscribers (name, email, robot_kind, robot_url,
+        robot_secret) VALUES ${values}`);
+    await expect(insert(sql`('x', 'a@example.com', 'wecom', ${WECOM}, NULL)`)).rejects.toThrow();
+    await expect(insert(sql`('x', NULL, 'slack', ${WECOM}, NULL)`)).rejects.toThrow();
+    await expect(insert(sql`('x', NULL, NULL, ${WECOM}, NULL)`)).rejects.toThrow();
+    await expect(insert(sql`('x', NULL, 'wecom', ${WECOM}, 'SECx')`)).rejects.toThrow();
+    await expect(insert(sql`('x', NULL, 'wecom', 'not a url', NULL)`)).rejects.toThrow();
+    await insert(sql`('x', NULL, 'wecom', ${WECOM}, NULL)`);
+    await expect(insert(sql`('y', NULL, 'wecom', ${WECOM}, NULL)`)).rejects.toThrow();
+  });
+});

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { describeSeedProblem } from '../../src/admin/seed-problems.js';
 import { applySeed, parseSeedText, SeedError, seedFormatOf } from '../../src/admin/seed.js';
 import {
   resolveEntry,
@@ -10,6 +11,7 @@ import {
   checkWebhookSecret,
   checkWebhookUrl,
   generateWebhookSecret,
+  validateDocument,
   type LocationEntry,
 } from '../../src/admin/seed-validate.js';
 import type { Db } from '../../src/db/client.js';
@@ -334,7 +336,11 @@ describe('webhook secrets', () => {
 
   it('refuses a secret on an email subscriber', async () => {
     expect(await problemsOf({ subscribers: [{ ...goodEmail, secret: secretOf(32) }] })).toEqual([
-      { index: 0, field: 'secret', message: 'only webhook subscribers have a secret' },
+      {
+        index: 0,
+        field: 'secret',
+        message: 'only webhook, dingtalk and feishu subscribers have a secret',
+      },
     ]);
   });
 
@@ -564,5 +570,67 @@ describe('resolution choices', () => {
     expect((outcome as Error).message).toMatch(/database was used/);
     expect(lookup.calls).toContainEqual({ location: '北京', range: 'cn', number: 20 });
     expect(lookup.calls).toContainEqual({ location: '101210101' });
+  });
+});
+
+describe('chat-robot subscribers', () => {
+  const WECOM = 'https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=3f2a7c1e-9b8d-4e6f-a5c4';
+  const DING = 'https://oapi.dingtalk.com/robot/send?access_token=8c1d5e2b9a7f3e6d4c0b';
+  const FEISHU = 'https://open.feishu.cn/open-apis/bot/v2/hook/5e1c9a2f-7b3d-4c8e';
+  const LARK = 'https://open.larksuite.com/open-apis/bot/v2/hook/0a9b8c7d-6e5f';
+  const secrets = ['3f2a7c1e-9b8d-4e6f-a5c4', '8c1d5e2b9a7f3e6d4c0b', '5e1c9a2f-7b3d-4c8e'];
+  const lines = (doc: { subscribers: unknown[] }) =>
+    validateDocument(doc).problems.map((p) => describeSeedProblem(doc, p));
+
+  it('accepts each vendor, Lark hooks, and a signing secret for DingTalk and Feishu', () => {
+    const doc = {
+      subscribers: [
+        { name: '杭州值班群', wecom: WECOM, locations: ['101210101'] },
+        { name: '应急钉钉群', dingtalk: DING, secret: 'SECabc123', locations: ['101210101'] },
+        { name: '飞书值班', feishu: FEISHU, secret: 'fs-secret', locations: ['101210101'] },
+        { name: 'Lark desk', feishu: LARK, locations: ['101210101'] },
+      ],
+    };
+    const validated = validateDocument(doc);
+    expect(validated.problems).toEqual([]);
+    expect(validated.subscribers.map((s) => s.address)).toEqual([
+      { channel: 'robot', vendor: 'wecom', url: WECOM, secret: null },
+      { channel: 'robot', vendor: 'dingtalk', url: DING, secret: 'SECabc123' },
+      { channel: 'robot', vendor: 'feishu', url: FEISHU, secret: 'fs-secret' },
+      { channel: 'robot', vendor: 'feishu', url: LARK, secret: null },
+    ]);
+  });
+
+  it('names the subscriber in every problem and never quotes the robot URL or secret', () => {
+    const doc = {
+      subscribers: [
+        { name: 'both', wecom: WECOM, email: 'a@example.com', locations: ['101210101'] },
+        { name: 'no key', wecom: WECOM.replace('key=', 'kee='), locations: ['101210101'] },
+        { name: 'wrong vendor', dingtalk: FEISHU, locations: ['101210101'] },
+        { name: 'signed wecom', wecom: WECOM, secret: 'SECx', locations: ['101210101'] },
+        { name: 'bad ding secret', dingtalk: DING, secret: 'plain', locations: ['101210101'] },
+        { feishu: FEISHU.replace('/hook/', '/hooks/'), locations: ['101210101'] },
+        { name: 'ftp', feishu: 'ftp://open.feishu.cn/x', locations: ['101210101'] },
+        { name: 'dup', wecom: WECOM, locations: ['101210101'] },
+        { name: 'dup again', wecom: WECOM, locations: ['101210101'] },
+      ],
+    };
+    const out = lines(doc);
+    expect(out).toEqual([
+      expect.stringMatching(/^subscribers\[0\]\.wecom \(both\): a subscriber has exactly one of/),
+      expect.stringMatching(
+        /^subscribers\[1\]\.wecom \(no key\): wecom robot URL qyapi\.weixin\.qq\.com#[0-9a-f]{8} has no key= parameter$/,
+      ),
+      expect.stringMatching(/^subscribers\[2\]\.dingtalk \(wrong vendor\): .*no access_token=/),
+      'subscribers[3].secret (signed wecom): wecom robots are not signed: remove "secret"',
+      expect.stringMatching(/^subscribers\[4\]\.secret \(bad ding secret\): .*starts with "SEC"/),
+      expect.stringMatching(
+        /^subscribers\[5\]\.feishu \(feishu open\.feishu\.cn#[0-9a-f]{8}\): .*not a \/open-apis\/bot\/v2\/hook\/<token> URL$/,
+      ),
+      'subscribers[6].feishu (ftp): feishu robot URL must be https, not ftp:',
+      expect.stringMatching(/^subscribers\[8\]\.wecom \(dup again\): duplicates subscribers\[7\]/),
+    ]);
+    const text = out.join('\n');
+    for (const secret of [...secrets, 'plain', 'SECx']) expect(text).not.toContain(secret);
   });
 });

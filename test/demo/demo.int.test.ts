@@ -113,6 +113,14 @@ describe('qwn demo', () => {
     expect(email.slice(1).map(Number)).toEqual([17, 0, 0, 0]);
     expect(webhook.slice(1).map(Number)).toEqual([31, 0, 0, 0]);
     expect(out).toContain('webhooks verified  31 of 31 requests');
+    // The WeCom group robot: one post per cycle with news for Guangdong, printed as posted,
+    // the robot named by host and fingerprint, never by its key.
+    const robot = match(out, /robot\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
+    expect(robot.slice(1).map(Number)).toEqual([14, 0, 0, 0]);
+    expect(out.match(/wecom {5}广东值班群 posted:/g)).toHaveLength(5);
+    expect(out).toMatch(/│ ### 【红色预警】4 条预警：台风（湛江）等/);
+    expect(out).toMatch(/WeCom group robot sink 127\.0\.0\.1:\d+#[0-9a-f]{8} /);
+    expect(`${out}${run.stderr}`).not.toMatch(/key=/);
     expect(out).toContain('unwatched places   fetched 0 times');
 
     // The emails are where it says, as real messages.
@@ -147,6 +155,7 @@ describe('qwn demo', () => {
       match(out, /QWeather simulator on http:\/\/127\.0\.0\.1:(\d+)/)[1],
       match(out, /SMTP sink on 127\.0\.0\.1:(\d+)/)[1],
       match(out, /signature-verifying sink on http:\/\/127\.0\.0\.1:(\d+)/)[1],
+      match(out, /WeCom group robot sink 127\.0\.0\.1:(\d+)#/)[1],
     ].map(Number);
     for (const port of ports) expect(await portAnswers(port)).toBe(false);
     const [, prefix] = match(out, /queue prefix (qwn-demo-[0-9a-f]+)/);

@@ -37,6 +37,72 @@ describe('defaultGroup', () => {
     expect(defaultGroup('email')).toEqual({ kind: 'cycle' });
     expect(defaultGroup('webhook')).toEqual({ kind: 'none' });
   });
+
+  it('collects a cycle for chat robots', () => {
+    expect(defaultGroup('robot')).toEqual({ kind: 'cycle' });
+  });
+});
+
+describe('a message waiting for its slot (throttle)', () => {
+  const now = at('2026-07-01T08:00:00Z');
+  // A robot's rate limit set this message back to open 'throttle', due in 40 s.
+  const waiting = openMessage({
+    id: 'w',
+    hold: 'throttle',
+    cycleId: null,
+    sendAt: at('2026-07-01T08:00:40Z'),
+  });
+
+  it.each([
+    ['none', { kind: 'none' }],
+    ['cycle of another cycle', { kind: 'cycle' }],
+    ['window', { kind: 'window', seconds: 30 }],
+  ] as const)('is joined under grouping %s', (_name, group) => {
+    expect(
+      placeNotification({
+        now,
+        prefs: prefs({ group }),
+        notification: { ...yellow, cycleId: 'c2' },
+        open: [waiting],
+        recentSends: [],
+      }),
+    ).toEqual({ join: 'w' });
+  });
+
+  it('is joined by an urgent notification too, which cannot go before it anyway', () => {
+    expect(
+      placeNotification({
+        now,
+        prefs: prefs({ quietHours: NIGHT }),
+        notification: { level: '红色', urgent: true, cycleId: 'c2' },
+        open: [waiting],
+        recentSends: [],
+      }),
+    ).toEqual({ join: 'w' });
+  });
+
+  it('is not joined when it is about to be sent, nor by a notification held by quiet hours', () => {
+    expect(
+      placeNotification({
+        now,
+        prefs: prefs(),
+        notification: yellow,
+        open: [{ ...waiting, sendAt: at('2026-07-01T08:00:01Z') }],
+        recentSends: [],
+      }),
+    ).toEqual({ create: { hold: null, sendAt: now, cycleId: null } });
+    const night = at('2026-07-01T15:00:00Z'); // 23:00 in Shanghai
+    const placement = placeNotification({
+      now: night,
+      prefs: prefs({ quietHours: NIGHT }),
+      notification: yellow,
+      open: [{ ...waiting, sendAt: at('2026-07-01T15:00:40Z') }],
+      recentSends: [],
+    });
+    expect(placement).toEqual({
+      create: { hold: 'quiet', sendAt: at('2026-07-01T23:00:00Z'), cycleId: null },
+    });
+  });
 });
 
 describe('isUrgent', () => {

@@ -86,10 +86,11 @@ describe('OpsMetrics without services', () => {
       'deliver-webhook',
       {},
       {
-        sent: { email: 2, webhook: 5 },
-        retrying: { email: 0, webhook: 1 },
-        dead: { email: 1, webhook: 0 },
+        sent: { email: 2, webhook: 5, robot: 4 },
+        retrying: { email: 0, webhook: 1, robot: 0 },
+        dead: { email: 1, webhook: 0, robot: 1 },
         released: 0,
+        waiting: 2,
         skipped: 3,
       },
     );
@@ -106,6 +107,8 @@ describe('OpsMetrics without services', () => {
     expect(body).toContain('qwn_deliveries_total{channel="webhook",outcome="retrying"} 1');
     expect(body).toContain('qwn_deliveries_total{channel="email",outcome="dead"} 1');
     expect(body).toContain('qwn_deliveries_total{channel="webhook",outcome="dead"} 0');
+    expect(body).toContain('qwn_deliveries_total{channel="robot",outcome="sent"} 4');
+    expect(body).toContain('qwn_deliveries_total{channel="robot",outcome="dead"} 1');
   });
 
   it('keeps a registry per instance, so several can live in one process', async () => {

@@ -269,7 +269,7 @@ describe('deliver jobs carrying many rows', () => {
     };
     const result = await runDeliver(lateCtx, { messageIds: [row!.message_id] });
     expect(result).toMatchObject({ released: 1, skipped: 0 });
-    expect(result.sent).toEqual({ email: 0, webhook: 0 });
+    expect(result.sent).toEqual({ email: 0, webhook: 0, robot: 0 });
     expect(webhookIds('/fz/')).toHaveLength(before);
     const [handedBack] = (await rowsAt(place)).filter((r) => r.id === row!.id);
     expect(handedBack).toMatchObject({ status: 'pending', attempts: 0, claimed_until: null });

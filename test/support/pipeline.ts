@@ -81,6 +81,13 @@ export interface PipelineHarness {
     filter?: { minLevel?: string; types?: string[]; events?: string[] },
     group?: GroupMode,
   ): Promise<string>;
+  /** A chat-robot subscriber (INTERFACE §8) posting to `url`; its grouping as given. */
+  addRobotSubscriber(
+    vendor: 'wecom' | 'dingtalk' | 'feishu',
+    url: string,
+    places: string[],
+    options?: { name?: string; secret?: string; groupMode?: 'none' | 'cycle' },
+  ): Promise<string>;
   deliveries(): Promise<DeliveryRow[]>;
   /** `qwn <args>` as a child process on the harness environment; a failed exit is not thrown. */
   qwn(args: string[], extraEnv?: Record<string, string>, timeoutMs?: number): Promise<QwnResult>;
@@ -182,6 +189,17 @@ export async function startPipelineHarness(
       await subscribe(row!.id, places, filter);
       return row!.id;
     },
+    async addRobotSubscriber(vendor, url, places, options = {}) {
+      const [row] = await queryRows<{ id: string }>(
+        database.db,
+        sql`INSERT INTO subscribers (name, robot_kind, robot_url, robot_secret, group_mode)
+            VALUES (${options.name ?? `${vendor} robot`}, ${vendor}, ${url},
+                    ${options.secret ?? null}, ${options.groupMode ?? null})
+            RETURNING id`,
+      );
+      await subscribe(row!.id, places);
+      return row!.id;
+    },
     deliveries() {
       return queryRows<DeliveryRow>(
         database.db,
@@ -231,10 +249,11 @@ const groupWindow = (group: GroupMode | undefined): number | null =>
 export async function deliverOne(
   ctx: PipelineContext,
   messageId: string,
-): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'skipped'> {
+): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'waiting' | 'skipped'> {
   const r = await runDeliver(ctx, { messageIds: [messageId] });
   for (const outcome of ['sent', 'retrying', 'dead'] as const) {
-    if (r[outcome].email + r[outcome].webhook > 0) return outcome;
+    if (r[outcome].email + r[outcome].webhook + r[outcome].robot > 0) return outcome;
   }
+  if (r.waiting > 0) return 'waiting';
   return r.released > 0 ? 'released' : 'skipped';
 }
