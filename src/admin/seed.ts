@@ -5,7 +5,7 @@
  */
 import { eq, inArray, or, sql } from 'drizzle-orm';
 import { parseDocument, visit } from 'yaml';
-import { describeRobot, robotCredential } from '../channels/robot-identity.js';
+import { robotCredential } from '../channels/robot-identity.js';
 import type { Db } from '../db/client.js';
 import { places, subscribers, subscriptions } from '../db/schema.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
@@ -21,7 +21,6 @@ import {
 import { quoteValue, type SubscriberSchedule } from './seed-schedule.js';
 import {
   generateWebhookSecret,
-  ROBOT_VENDORS,
   validateDocument,
   type LocationEntry,
   type SeedProblem,
