@@ -1,11 +1,10 @@
 import type dns from 'node:dns';
-import { isIP } from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Notification } from '../domain/render.js';
 import { renderRobotBody, type RobotBody, type RobotVendor } from '../domain/robot-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import { scrub, type Logger } from '../logger.js';
-import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
+import { createGuardedAgent, readTransportFailure, refusedLiteral } from './outbound.js';
 import { dingtalk } from './dingtalk.js';
 import { feishu } from './feishu.js';
 import { startDeadline } from './deadline.js';
@@ -109,22 +108,6 @@ export interface RobotSenderOptions {
   now?: () => Date;
 }
 
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'ETIMEDOUT',
-]);
-
-function inChain<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {
-  let current: unknown = err;
-  for (let depth = 0; depth < 5 && current; depth += 1) {
-    if (test(current)) return current;
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return undefined;
-}
-
 /** Text from outside (a vendor's message) with the robot's credential and secret taken out. */
 function cleaned(text: string, target: RobotTarget): string {
   let out = scrub(text);
@@ -150,10 +133,9 @@ function parseTarget(target: RobotTarget, allowPrivate: boolean, robot: string):
       vendor: target.vendor,
     });
   }
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const category = isIP(host) ? refusalReason(host, allowPrivate) : undefined;
-  if (category) {
-    throw new RobotError(new AddressRefusedError(host, host, category).message, {
+  const refused = refusedLiteral(url, allowPrivate);
+  if (refused) {
+    throw new RobotError(refused.message, {
       kind: 'refused',
       vendor: target.vendor,
     });
@@ -209,17 +191,7 @@ function statusVerdict(
 }
 
 export function createRobotSender(o: RobotSenderOptions): RobotSender {
-  const ownAgent = o.dispatcher
-    ? undefined
-    : new Agent({
-        connect: createGuardedConnector({
-          allowPrivate: o.allowPrivate,
-          connectTimeoutMs: o.timeoutMs,
-          ...(o.lookup ? { lookup: o.lookup } : {}),
-        }),
-        headersTimeout: o.timeoutMs,
-        bodyTimeout: o.timeoutMs,
-      });
+  const ownAgent = o.dispatcher ? undefined : createGuardedAgent(o);
   const dispatcher: Dispatcher = o.dispatcher ?? ownAgent!;
   const now = o.now ?? (() => new Date());
 
@@ -271,18 +243,14 @@ export function createRobotSender(o: RobotSenderOptions): RobotSender {
       });
       text = await readAnswer(response.body);
     } catch (err) {
-      const refused = inChain(
-        err,
-        (e): e is AddressRefusedError => e instanceof AddressRefusedError,
-      );
-      if (refused)
-        return fail({ ok: false, kind: 'refused', vendorMessage: refused.message }, undefined);
-      const code = inChain(
-        err,
-        (e): e is { code: string } =>
-          typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string',
-      )?.code;
-      const timedOut = deadline.expired || (code !== undefined && TIMEOUT_CODES.has(code));
+      const failure = readTransportFailure(err, deadline.expired);
+      if (failure.refused) {
+        return fail(
+          { ok: false, kind: 'refused', vendorMessage: failure.refused.message },
+          undefined,
+        );
+      }
+      const { code, timedOut } = failure;
       // The cause stays off the error: undici's errors may carry the request, URL and all.
       return fail(
         {

@@ -1,13 +1,12 @@
 import { createHmac } from 'node:crypto';
 import type dns from 'node:dns';
 import { createRequire } from 'node:module';
-import { isIP } from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { renderWebhookMessage, type Message } from '../domain/message-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
-import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
 import { startDeadline } from './deadline.js';
+import { createGuardedAgent, readTransportFailure, refusedLiteral } from './outbound.js';
 import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /**
@@ -90,31 +89,6 @@ export interface WebhookSenderOptions {
   now?: () => Date;
 }
 
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'ETIMEDOUT',
-]);
-
-function findInChain<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {
-  let current: unknown = err;
-  for (let depth = 0; depth < 5 && current; depth += 1) {
-    if (test(current)) return current;
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return undefined;
-}
-
-function errorCode(err: unknown): string | undefined {
-  const code = findInChain(
-    err,
-    (e): e is { code: string } =>
-      typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string',
-  );
-  return code?.code;
-}
-
 function parseTarget(url: string, allowPrivate: boolean): URL {
   let parsed: URL;
   try {
@@ -132,11 +106,8 @@ function parseTarget(url: string, allowPrivate: boolean): URL {
       retryable: false,
     });
   }
-  // URL parsing already turned 2130706433, 0x7f.1 and friends into dotted quads.
-  const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
-  const category = isIP(host) ? refusalReason(host, allowPrivate) : undefined;
-  if (category) {
-    const refused = new AddressRefusedError(host, host, category);
+  const refused = refusedLiteral(parsed, allowPrivate);
+  if (refused) {
     throw new WebhookError(refused.message, {
       kind: 'refused-address',
       retryable: false,
@@ -197,27 +168,23 @@ function statusFailure(status: number, headers: Dispatcher.ResponseData['headers
   });
 }
 
-function transportFailure(err: unknown, timedOut: boolean, host: string): WebhookError {
-  const refused = findInChain(
-    err,
-    (e): e is AddressRefusedError => e instanceof AddressRefusedError,
-  );
-  if (refused) {
-    return new WebhookError(refused.message, {
+function transportFailure(err: unknown, deadlineExpired: boolean, host: string): WebhookError {
+  const failure = readTransportFailure(err, deadlineExpired);
+  if (failure.refused) {
+    return new WebhookError(failure.refused.message, {
       kind: 'refused-address',
       retryable: false,
-      cause: refused,
+      cause: failure.refused,
     });
   }
-  const code = errorCode(err);
-  if (timedOut || (code !== undefined && TIMEOUT_CODES.has(code))) {
+  if (failure.timedOut) {
     return new WebhookError(`webhook to ${host} timed out`, {
       kind: 'timeout',
       retryable: true,
       cause: err,
     });
   }
-  return new WebhookError(`webhook to ${host} failed: ${code ?? 'connection error'}`, {
+  return new WebhookError(`webhook to ${host} failed: ${failure.code ?? 'connection error'}`, {
     kind: 'connection',
     retryable: true,
     cause: err,
@@ -225,17 +192,7 @@ function transportFailure(err: unknown, timedOut: boolean, host: string): Webhoo
 }
 
 export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
-  const ownAgent = o.dispatcher
-    ? undefined
-    : new Agent({
-        connect: createGuardedConnector({
-          allowPrivate: o.allowPrivate,
-          connectTimeoutMs: o.timeoutMs,
-          ...(o.lookup ? { lookup: o.lookup } : {}),
-        }),
-        headersTimeout: o.timeoutMs,
-        bodyTimeout: o.timeoutMs,
-      });
+  const ownAgent = o.dispatcher ? undefined : createGuardedAgent(o);
   const dispatcher: Dispatcher = o.dispatcher ?? ownAgent!;
   const now = o.now ?? (() => new Date());
 
