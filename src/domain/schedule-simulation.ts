@@ -60,7 +60,7 @@ export function simulate(
     // once (status 'pending' in the pipeline), so it never collects anything.
     const open: OpenMessage[] = messages.flatMap((m) =>
       m.hold !== null && m.sendAt.getTime() > now
-        ? [{ id: m.id, hold: m.hold, cycleId: m.cycleId, sendAt: m.sendAt, urgent: m.urgent }]
+        ? [{ id: m.id, hold: m.hold, cycleId: m.cycleId, sendAt: m.sendAt }]
         : [],
     );
     const recentSends = messages

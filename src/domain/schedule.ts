@@ -72,8 +72,6 @@ export interface OpenMessage {
   cycleId: string | null;
   /** When it is due (`next_attempt_at`). */
   sendAt: Date;
-  /** It carries an urgent notification. */
-  urgent: boolean;
 }
 
 export interface NewNotification {

@@ -95,6 +95,7 @@ async function writeEventsAndDeliveries(
         eventType: detected.type,
         channel: sub.channel,
         scheduled: sub.scheduled,
+        cycleOnly: sub.cycle_only,
         level: notifiedLevel(detected.warning),
         supersedes: detected.supersedes,
       });

@@ -76,6 +76,7 @@ interface PointSubscriptionRow {
   place_id: string;
   channel: 'email' | 'webhook';
   scheduled: boolean;
+  cycle_only: boolean;
   min_level: string | null;
   types: string[] | null;
   events: EventType[] | null;
@@ -254,6 +255,7 @@ async function writePointEvents(
         eventType: detected.type,
         channel: sub.channel,
         scheduled: sub.scheduled,
+        cycleOnly: sub.cycle_only,
         level: notifiedLevel(detected.warning),
         supersedes: detected.supersedes,
       });

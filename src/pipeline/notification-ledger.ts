@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
 import {
+  CYCLE_WAIT_LIMIT_MS,
   defaultGroup,
   isUrgent,
   placeNotification,
@@ -44,7 +45,9 @@ const SUBSCRIBER_CHANNEL = `CASE WHEN u.email IS NOT NULL THEN 'email' WHEN u.ro
 export const SUBSCRIBER_DELIVERY_COLUMNS = sql.raw(`
   ${SUBSCRIBER_CHANNEL} AS channel,
   (coalesce(u.group_mode, CASE WHEN u.webhook_url IS NOT NULL THEN 'none' ELSE 'cycle' END) <> 'none'
-   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL OR u.robot_url IS NOT NULL) AS scheduled`);
+   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL OR u.robot_url IS NOT NULL) AS scheduled,
+  (coalesce(u.group_mode, CASE WHEN u.webhook_url IS NOT NULL THEN 'none' ELSE 'cycle' END) = 'cycle'
+   AND u.quiet_from IS NULL AND u.max_per_hour IS NULL AND u.robot_url IS NULL) AS cycle_only`);
 
 /** Who may be told anything: active, and not unsubscribed (DESIGN invariant 11). */
 export const SUBSCRIBER_RECEIVES = sql.raw(`u.active AND u.unsubscribed_at IS NULL`);
@@ -54,6 +57,8 @@ export interface SubscriptionRow {
   channel: Channel;
   /** Groups, has quiet hours or an hourly limit: see `SUBSCRIBER_DELIVERY_COLUMNS`. */
   scheduled: boolean;
+  /** Groups by cycle and nothing else (the email default): see `insertIntoCycleMessages`. */
+  cycle_only: boolean;
   min_level: string | null;
   types: string[] | null;
   events: EventType[] | null;
@@ -77,6 +82,7 @@ export interface NewNotification {
   eventType: EventType;
   channel: Channel;
   scheduled: boolean;
+  cycleOnly: boolean;
   level: Level;
   /** Earlier warning ids of the chain (the event's `supersedes`). */
   supersedes: readonly string[];
@@ -116,7 +122,15 @@ export async function insertNotifications(
     result.count += part.count;
     result.messages.push(...part.messages);
   }
-  const scheduled = rows.filter((r) => r.scheduled);
+  let scheduled = rows.filter((r) => r.scheduled && !r.cycleOnly);
+  const cycleOnly = rows.filter((r) => r.cycleOnly);
+  if (cycleOnly.length > 0) {
+    const part = await insertIntoCycleMessages(tx, cycleOnly, input.now);
+    result.count += part.count;
+    result.messages.push(...part.messages);
+    // A cycle message already released and taken by a sender: placed as any other.
+    scheduled = [...scheduled, ...part.late];
+  }
   if (scheduled.length > 0) {
     const part = await insertScheduled(tx, scheduled, input);
     result.count += part.count;
@@ -174,6 +188,111 @@ async function insertDirect(
       channel: m.channel,
       firstJobId: m.first_job_id,
       dueAt: input.now,
+    })),
+  };
+}
+
+/**
+ * The id of a subscriber's message for one cycle: the same in every check of the cycle, so that
+ * checks find it without a lock on the subscriber. Name-based (RFC 9562 version 8 layout over
+ * SHA-256), distinct from the random ids of notifications.
+ */
+export function cycleMessageId(subscriberId: string, cycleId: string): string {
+  const hex = createHash('sha256')
+    .update(`qwn-cycle-message/${subscriberId}/${cycleId}`)
+    .digest('hex');
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * Notifications of subscribers who group by cycle and nothing else (the email default): each
+ * joins the subscriber's message of the cycle, `cycleMessageId`, made by whichever check comes
+ * first. No advisory lock and no exclusive row lock: sixteen checks of a storm all add to the
+ * same national desks' messages, and the scheduler's locks queued them one behind another
+ * (a storm's cycle went from 29 s to 155 s). A share lock on the message is enough: a sender
+ * claiming it waits for every check still adding to it, then reads what they added. A message
+ * no longer open (the cycle ended and a sender took it) is not joined: those notifications come
+ * back as `late` for the scheduler.
+ */
+async function insertIntoCycleMessages(
+  tx: Tx,
+  rows: readonly NewNotification[],
+  now: Date,
+): Promise<InsertedNotifications & { late: NewNotification[] }> {
+  const dueAt = new Date(now.getTime() + CYCLE_WAIT_LIMIT_MS);
+  const messageOf = new Map<NewNotification, string>(
+    rows.map((r) => [r, cycleMessageId(r.subscriberId, r.cycleId)]),
+  );
+  const wanted = new Map<string, NewNotification>();
+  for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
+  const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
+    sql.param([...wanted].map(([id, row]) => pick(id, row)));
+  const created = await queryRows<{ id: string }>(
+    tx,
+    sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id, next_attempt_at,
+          created_at, updated_at)
+        SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
+          ${dueAt}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
+        FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
+          ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
+          AS v(id, subscriber_id, channel, cycle_id)
+        ORDER BY v.id
+        ON CONFLICT (id) DO NOTHING
+        RETURNING id`,
+  );
+  const open = new Set(
+    (
+      await queryRows<{ id: string }>(
+        tx,
+        sql`SELECT id FROM messages
+            WHERE id = ANY(${sql.param([...wanted.keys()])}::uuid[]) AND status = 'open'
+            ORDER BY id
+            FOR SHARE`,
+      )
+    ).map((r) => r.id),
+  );
+  const joining = rows.filter((r) => open.has(messageOf.get(r)!));
+  const late = rows.filter((r) => !open.has(messageOf.get(r)!));
+  let count = 0;
+  if (joining.length > 0) {
+    const column = <T>(pick: (r: NewNotification) => T) => sql.param(joining.map(pick));
+    const inserted = await queryRows<{ n: number }>(
+      tx,
+      sql`WITH n AS (
+            INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+              event_type, channel, message_id)
+            SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
+              ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
+              ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
+              ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
+              ${column((r) => messageOf.get(r)!)}::uuid[])
+            ON CONFLICT DO NOTHING
+            RETURNING 1)
+          SELECT count(*)::int AS n FROM n`,
+    );
+    count = inserted[0]?.n ?? 0;
+  }
+  let made = created.map((r) => r.id);
+  if (made.length > 0 && count < joining.length) {
+    // Every notification it was made for existed already: no message is left without one.
+    const empty = await queryRows<{ id: string }>(
+      tx,
+      sql`DELETE FROM messages m WHERE m.id = ANY(${sql.param(made)}::uuid[])
+            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)
+          RETURNING m.id`,
+    );
+    const gone = new Set(empty.map((r) => r.id));
+    made = made.filter((id) => !gone.has(id));
+  }
+  return {
+    count,
+    late,
+    messages: made.map((id) => ({
+      id,
+      channel: wanted.get(id)!.channel,
+      firstJobId: null,
+      dueAt,
     })),
   };
 }
@@ -248,10 +367,12 @@ async function insertScheduled(
     sql`SELECT u.id, ${sql.raw(SUBSCRIBER_CHANNEL)} AS channel,
           u.group_mode, u.group_window_seconds, u.quiet_from, u.quiet_to, u.quiet_bypass_level,
           u.max_per_hour,
-          coalesce(u.timezone,
+          -- The zone is read only for quiet hours: for a national desk the first place's
+          -- lookup sorted its thousands of subscriptions in every check of a storm.
+          CASE WHEN u.quiet_from IS NULL THEN 'Asia/Shanghai' ELSE coalesce(u.timezone,
             (SELECT p.tz FROM subscriptions s JOIN places p ON p.id = s.place_id
              WHERE s.subscriber_id = u.id ORDER BY s.created_at, s.place_id LIMIT 1),
-            'Asia/Shanghai') AS timezone
+            'Asia/Shanghai') END AS timezone
         FROM subscribers u WHERE u.id = ANY(${ids}::uuid[])`,
   );
   const prefs = new Map(prefsRows.map((r) => [r.id, prefsOf(r)]));
@@ -261,11 +382,9 @@ async function insertScheduled(
     hold: Hold;
     cycle_id: string | null;
     next_attempt_at: Date;
-    urgent: boolean;
   }>(
     tx,
-    sql`SELECT m.id, m.subscriber_id, m.hold, m.cycle_id, m.next_attempt_at,
-          EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id AND d.urgent) AS urgent
+    sql`SELECT m.id, m.subscriber_id, m.hold, m.cycle_id, m.next_attempt_at
         FROM messages m
         WHERE m.subscriber_id = ANY(${ids}::uuid[]) AND m.status = 'open'
         ORDER BY m.id
@@ -279,7 +398,6 @@ async function insertScheduled(
       hold: r.hold,
       cycleId: r.cycle_id,
       sendAt: new Date(r.next_attempt_at),
-      urgent: r.urgent,
     });
     open.set(r.subscriber_id, list);
   }
@@ -347,7 +465,7 @@ async function insertScheduled(
         dueAt: sendAt,
       });
       if (sendAt > now && hold !== null) {
-        mine.push({ id: messageId, hold, cycleId, sendAt, urgent });
+        mine.push({ id: messageId, hold, cycleId, sendAt });
         open.set(row.subscriberId, mine);
       }
       sends.push(sendAt);

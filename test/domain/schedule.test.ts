@@ -28,7 +28,6 @@ const openMessage = (overrides: Partial<OpenMessage> & { id: string }): OpenMess
   hold: 'cycle',
   cycleId: 'c1',
   sendAt: at('2026-07-01T08:01:00Z'),
-  urgent: false,
   ...overrides,
 });
 
@@ -344,7 +343,7 @@ describe('placeNotification: quiet hours', () => {
   });
 
   it('does not let a yellow ride along with the red sent at 3 a.m.', () => {
-    const red = openMessage({ id: 'red', sendAt: at('2026-07-01T19:00:30Z'), urgent: true });
+    const red = openMessage({ id: 'red', sendAt: at('2026-07-01T19:00:30Z') });
     expect(
       placeNotification({
         now: threeAm,
@@ -363,7 +362,6 @@ describe('placeNotification: quiet hours', () => {
       hold: 'window',
       cycleId: null,
       sendAt: at('2026-07-01T23:20:00Z'),
-      urgent: true,
     });
     expect(
       placeNotification({
