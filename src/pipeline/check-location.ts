@@ -15,6 +15,7 @@ import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import { enqueueFirstAttempts } from './deliver.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
+import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
   insertNotifications,
   NOTHING_INSERTED,
@@ -185,6 +186,8 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
 
   let fetch: FetchOutcome;
   try {
+    // Checks already queued when QWeather refused the key must not each repeat the refusal.
+    ctx.upstreamGate?.assertCallAllowed('warningNow');
     const answer = await ctx.upstream.warningNow({ location: placeId });
     fetch = { ok: true, warnings: answer.warnings };
     ctx.onUpstreamResult?.('warningNow', null);
@@ -197,7 +200,8 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
       await switchToV1(ctx.db, log, { operation: 'warningNow', err, now: ctx.now() });
     } else {
       ctx.onUpstreamResult?.('warningNow', err);
-      log.warn({ err }, 'warning check failed');
+      if (err instanceof UpstreamCircuitOpenError) log.debug({ err }, 'warning check held back');
+      else log.warn({ err }, 'warning check failed');
     }
   }
   const now = ctx.now();
