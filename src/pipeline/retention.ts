@@ -123,6 +123,12 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
     // meanwhile puts a point it still needs back (src/pipeline/poll-points.ts).
     table: 'alert_points',
     prune: async (db, _cut, batch) => {
+      // v7 keeps no points: do not read every subscription every sweep to find none.
+      const [any] = await queryRows<{ found: boolean }>(
+        db,
+        sql`SELECT EXISTS (SELECT 1 FROM alert_points) AS found`,
+      );
+      if (!any?.found) return 0;
       const used = await watchedPointKeys(db);
       return deleted(
         db,
