@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
 import { attemptRobotMessage } from '../channels/robot-delivery.js';
@@ -228,6 +228,33 @@ type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attribut
 };
 
 /**
+ * The notifications of `messageIds`, each event's record on its first row only. Exported for
+ * the test that holds its generic plan to index lookups (test/db/claim-plan.int.test.ts).
+ */
+export function carriedNotifications(messageIds: readonly string[]): SQL {
+  return sql`WITH carried AS (
+            SELECT d.*, row_number() OVER (PARTITION BY d.event_id) AS nth
+            FROM deliveries d WHERE d.message_id = ANY(${sql.param(messageIds)}::uuid[]))
+          SELECT c.id, c.message_id, c.event_type, c.warning_id, c.place_id,
+                 c.event_id::text AS event_id,
+                 CASE WHEN c.nth = 1 THEN e.record END AS record,
+                 CASE WHEN c.nth = 1 THEN e.supersedes END AS supersedes,
+                 CASE WHEN c.nth = 1 THEN e.attributions END AS attributions,
+                 e.detected_at, p.name AS place_name, p.tz AS place_tz
+          FROM carried c
+          -- Index lookups per row, whatever the plan: a prepared statement soon runs a generic
+          -- plan, which guessed hundreds of rows here and hashed every event (records and all)
+          -- and every place for each job, 15 ms where the lookups take a tenth of one. OFFSET 0
+          -- keeps the planner from flattening the lookups into such a join.
+          CROSS JOIN LATERAL (
+            SELECT e.record, e.supersedes, e.attributions, e.detected_at
+            FROM events e WHERE e.id = c.event_id OFFSET 0) e
+          LEFT JOIN LATERAL (
+            SELECT p.name, p.tz FROM places p WHERE p.id = c.place_id OFFSET 0) p ON true
+          ORDER BY c.message_id, e.detected_at, c.id`;
+}
+
+/**
  * Claims the due messages among `ids` for this attempt; messages sent, dead, not due or held
  * elsewhere are left out. An open message that is due stops collecting here (it becomes
  * pending). Its notifications are read by a second statement: a check that was adding one to
@@ -262,26 +289,7 @@ async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Outg
   // JSON) is sent and parsed once, on the first of them, and given to the others here.
   const rows = await queryPrepared<CarriedOnce>(
     ctx.db,
-    sql`WITH carried AS (
-          SELECT d.*, row_number() OVER (PARTITION BY d.event_id) AS nth
-          FROM deliveries d WHERE d.message_id = ANY(${sql.param(claimed.map((m) => m.id))}::uuid[]))
-        SELECT c.id, c.message_id, c.event_type, c.warning_id, c.place_id,
-               c.event_id::text AS event_id,
-               CASE WHEN c.nth = 1 THEN e.record END AS record,
-               CASE WHEN c.nth = 1 THEN e.supersedes END AS supersedes,
-               CASE WHEN c.nth = 1 THEN e.attributions END AS attributions,
-               e.detected_at, p.name AS place_name, p.tz AS place_tz
-        FROM carried c
-        -- Index lookups per row, whatever the plan: a prepared statement soon runs a generic
-        -- plan, which guessed hundreds of rows here and hashed every event (records and all)
-        -- and every place for each job, 15 ms where the lookups take a tenth of one. OFFSET 0
-        -- keeps the planner from flattening the lookups into such a join.
-        CROSS JOIN LATERAL (
-          SELECT e.record, e.supersedes, e.attributions, e.detected_at
-          FROM events e WHERE e.id = c.event_id OFFSET 0) e
-        LEFT JOIN LATERAL (
-          SELECT p.name, p.tz FROM places p WHERE p.id = c.place_id OFFSET 0) p ON true
-        ORDER BY c.message_id, e.detected_at, c.id`,
+    carriedNotifications(claimed.map((m) => m.id)),
   );
   const events = new Map<
     string,
