@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { enqueueMessage, type Channel } from './deliver.js';
+import { enqueueFirstAttempts, FIRST_ATTEMPT_BATCH, type Channel } from './deliver.js';
 
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
@@ -10,14 +11,38 @@ import { enqueueMessage, type Channel } from './deliver.js';
  * Idempotent: a message already due or taken is left alone.
  */
 export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string): Promise<number> {
-  const released = await queryRows<{ id: string; channel: Channel }>(
+  // One job per batch, as a check's own first attempts go (FIRST_ATTEMPT_BATCH): a storm's
+  // grouped emails released one job each cost their own Redis round trips per message. The
+  // batch job's id goes on the message, so the sweeper asks that job before requeueing.
+  const release = `rel_${randomUUID()}_`;
+  const released = await queryRows<{ id: string; channel: Channel; first_job_id: string }>(
     ctx.db,
-    sql`UPDATE messages SET next_attempt_at = now(), updated_at = now()
-        WHERE status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId}
-          AND next_attempt_at > now()
-        RETURNING id, channel`,
+    sql`WITH due AS (
+          SELECT id, channel FROM messages
+          WHERE status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId}
+            AND next_attempt_at > now()
+          FOR UPDATE),
+        batched AS (
+          SELECT id, ${release}::text || channel || '_' ||
+            ((row_number() OVER (PARTITION BY channel ORDER BY id) - 1) /
+              CASE channel WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
+                           WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
+                           ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text AS job
+          FROM due)
+        UPDATE messages m SET next_attempt_at = now(), updated_at = now(), first_job_id = b.job
+        FROM batched b WHERE m.id = b.id
+        RETURNING m.id, m.channel, m.first_job_id`,
   );
-  // Replaces each message's delayed job with one due now; the sweeper covers a lost enqueue.
-  for (const message of released) await enqueueMessage(ctx.queues, message, 0);
+  // The delayed job each message was created with finds it sent, or taken, when it fires.
+  await enqueueFirstAttempts(
+    ctx.queues,
+    released.map((m) => ({
+      id: m.id,
+      channel: m.channel,
+      firstJobId: m.first_job_id,
+      dueAt: ctx.now(),
+    })),
+    ctx.now(),
+  );
   return released.length;
 }

@@ -175,39 +175,48 @@ export async function enqueueMessage(
 
 /**
  * First attempts of the messages a check just committed: those due now in one job per planned
- * batch, in their channel's queue; those that collect, each in a job of its own delayed until it
- * is due (the sweeper finds it if that job is lost).
+ * batch, in their channel's queue; those that collect in one delayed job per channel and due
+ * time (a cycle's messages, a quiet window's), so that a storm's grouped emails do not cost a
+ * job each. Whoever sends such a message earlier (the cycle's release, an urgent notification)
+ * leaves the delayed job nothing to claim; the sweeper finds a message whose job was lost.
  */
 export async function enqueueFirstAttempts(
   queues: DeliverQueues,
   created: readonly CreatedMessage[],
   now: Date,
 ): Promise<void> {
-  const batches: Record<Channel, Map<string, string[]>> = {
-    email: new Map(),
-    webhook: new Map(),
-    robot: new Map(),
-  };
-  for (const message of created) {
-    if (message.firstJobId === null) continue;
-    const ids = batches[message.channel].get(message.firstJobId);
-    if (ids) ids.push(message.id);
-    else batches[message.channel].set(message.firstJobId, [message.id]);
-  }
   for (const channel of CHANNELS) {
-    if (batches[channel].size === 0) continue;
-    await deliverQueue(queues, channel).addBulk(
-      [...batches[channel]].map(([jobId, messageIds]) => ({
+    const batches = new Map<string, string[]>();
+    const held = new Map<number, string[]>();
+    for (const message of created) {
+      if (message.channel !== channel) continue;
+      if (message.firstJobId !== null) push(batches, message.firstJobId, message.id);
+      else push(held, message.dueAt.getTime(), message.id);
+    }
+    const jobs: { name: string; data: DeliverPayload; opts: { jobId: string; delay?: number } }[] =
+      [...batches].map(([jobId, messageIds]) => ({
         name: DELIVER_JOB,
-        data: { messageIds } satisfies DeliverPayload,
+        data: { messageIds },
         opts: { jobId },
-      })),
-    );
+      }));
+    for (const [dueAt, ids] of held) {
+      for (let i = 0; i < ids.length; i += FIRST_ATTEMPT_BATCH[channel]) {
+        const messageIds = ids.slice(i, i + FIRST_ATTEMPT_BATCH[channel]);
+        jobs.push({
+          name: DELIVER_JOB,
+          data: { messageIds },
+          opts: { jobId: `held_${messageIds[0]!}`, delay: Math.max(0, dueAt - now.getTime()) },
+        });
+      }
+    }
+    if (jobs.length > 0) await deliverQueue(queues, channel).addBulk(jobs);
   }
-  for (const message of created) {
-    if (message.firstJobId !== null) continue;
-    await enqueueMessage(queues, message, 0, Math.max(0, message.dueAt.getTime() - now.getTime()));
-  }
+}
+
+function push<K>(groups: Map<K, string[]>, key: K, id: string): void {
+  const ids = groups.get(key);
+  if (ids) ids.push(id);
+  else groups.set(key, [id]);
 }
 
 /** Whether a job with this id still runs by itself (waiting, active, …) in the channel's queue. */
