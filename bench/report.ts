@@ -60,6 +60,8 @@ export interface RateRoom {
   allowedMsPerDelivery: number;
   /** What the storm spent a delivery beyond the bare send (all of its CPU, from the list call). */
   spentMsPerDelivery: number;
+  /** The bare sends' CPU over all the CPU the storm used (issue 21's efficiency). */
+  efficiency: number;
 }
 
 export const WEBHOOK_RATE_TARGET = 0.4;
@@ -93,6 +95,7 @@ export function rateRoom(
     bareSendCpuSeconds,
     allowedMsPerDelivery: ((machineCpuSeconds - bareSendCpuSeconds) / deliveries) * 1000,
     spentMsPerDelivery: ((stormCpu - bareSendCpuSeconds) / deliveries) * 1000,
+    efficiency: stormCpu > 0 ? bareSendCpuSeconds / stormCpu : 0,
   };
 }
 
@@ -253,6 +256,16 @@ function scenarioRows(report: BenchReport): Row[] {
       ),
     },
     { label: 'Postgres transactions', cells: each((r) => n0(r.postgresTransactions)) },
+    {
+      // Per notification, whatever message carries it: what the ledger's shape controls.
+      label: 'per notification: rows / WAL bytes / Redis commands / pg+redis CPU (ms)',
+      cells: each((r) => {
+        const n = r.channels.webhook.sent + r.channels.email.sent;
+        if (n === 0) return '–';
+        const dbMs = ((r.cpuSeconds.postgres + r.cpuSeconds.redis) / n) * 1000;
+        return `${n2(r.rowsWritten.total / n)} / ${n0(r.walBytes / n)} / ${n1(r.redisCommands.total / n)} / ${n2(dbMs)}`;
+      }),
+    },
     { label: 'Redis commands', cells: each((r) => n0(r.redisCommands.total)) },
     {
       label: 'Postgres busy backends: top waits',
@@ -313,6 +326,10 @@ function rateRoomRows(room: RateRoom): Row[] {
     {
       label: 'CPU the storm spent a delivery beyond its send (ms)',
       cells: [n2(room.spentMsPerDelivery)],
+    },
+    {
+      label: 'efficiency: bare sends / all CPU of the storm',
+      cells: [pct(room.efficiency)],
     },
   ];
 }

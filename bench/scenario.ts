@@ -19,6 +19,7 @@ import {
   readRedisStats,
   readTableStats,
   readTransactions,
+  readWalBytes,
   redisDelta,
   samplePgActivity,
   tableDelta,
@@ -62,6 +63,8 @@ export interface ScenarioResult {
   peakRssMb: number[];
   rowsWritten: { total: number; perSecond: number; byTable: TableStats };
   postgresTransactions: number;
+  /** WAL written during the scenario (pg_stat_wal). */
+  walBytes: number;
   /** Active backends by wait event, sampled every 100 ms (CPU = active, not waiting). */
   postgresActivity: Record<string, number>;
   redisCommands: { total: number; top: [string, number][] };
@@ -178,6 +181,7 @@ export async function runScenario(
   await flushTableStats(stats);
   const tablesBefore = await readTableStats(stats);
   const xactBefore = await readTransactions(stats);
+  const walBefore = await readWalBytes(stats);
   const redisBefore = await readRedisStats(env.redis);
   const cpuBefore = env.workerPids.map(cpuSeconds);
   const runnerBefore = process.cpuUsage();
@@ -210,6 +214,7 @@ export async function runScenario(
   await flushTableStats(stats);
   const tables = tableDelta(tablesBefore, await readTableStats(stats));
   const transactions = (await readTransactions(stats)) - xactBefore;
+  const walBytes = (await readWalBytes(stats)) - walBefore;
 
   const [cycle] = await queryRows<CycleRow>(
     ctx.db,
@@ -310,6 +315,7 @@ export async function runScenario(
     peakRssMb,
     rowsWritten: { total: rowsTotal, perSecond: rowsTotal / wallSeconds, byTable: tables },
     postgresTransactions: transactions,
+    walBytes,
     postgresActivity: activity,
     redisCommands: { total: redis.commands, top: redis.top },
     correctness,

@@ -62,6 +62,15 @@ export async function readTransactions(client: pg.Client): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/** WAL the server has written (pg_stat_wal, Postgres 14+; the whole server, and the bench's
+ * database is the only busy one while a scenario runs). */
+export async function readWalBytes(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ b: string }>(
+    `SELECT wal_bytes::text AS b FROM pg_stat_wal`,
+  );
+  return Number(rows[0]?.b ?? 0);
+}
+
 export interface RedisStats {
   cpuSeconds: number;
   commands: Record<string, number>;

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { enqueueFirstAttempts, FIRST_ATTEMPT_BATCH, type Channel } from './deliver.js';
+import {
+  enqueueFirstAttempts,
+  FIRST_ATTEMPT_BATCH,
+  removeHeldJobs,
+  type Channel,
+} from './deliver.js';
 
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
@@ -15,15 +20,20 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
   // grouped emails released one job each cost their own Redis round trips per message. The
   // batch job's id goes on the message, so the sweeper asks that job before requeueing.
   const release = `rel_${randomUUID()}_`;
-  const released = await queryRows<{ id: string; channel: Channel; first_job_id: string }>(
+  const released = await queryRows<{
+    id: string;
+    channel: Channel;
+    first_job_id: string;
+    held_job: string | null;
+  }>(
     ctx.db,
     sql`WITH due AS (
-          SELECT id, channel FROM messages
+          SELECT id, channel, first_job_id AS held_job FROM messages
           WHERE status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId}
             AND next_attempt_at > now()
           FOR UPDATE),
         batched AS (
-          SELECT id, ${release}::text || channel || '_' ||
+          SELECT id, held_job, ${release}::text || channel || '_' ||
             ((row_number() OVER (PARTITION BY channel ORDER BY id) - 1) /
               CASE channel WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
                            WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
@@ -31,9 +41,10 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
           FROM due)
         UPDATE messages m SET next_attempt_at = now(), updated_at = now(), first_job_id = b.job
         FROM batched b WHERE m.id = b.id
-        RETURNING m.id, m.channel, m.first_job_id`,
+        RETURNING m.id, m.channel, m.first_job_id, b.held_job`,
   );
-  // The delayed job each message was created with finds it sent, or taken, when it fires.
+  const held = new Map<string, Channel>();
+  for (const m of released) if (m.held_job) held.set(m.held_job, m.channel);
   await enqueueFirstAttempts(
     ctx.queues,
     released.map((m) => ({
@@ -43,6 +54,10 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
       dueAt: ctx.now(),
     })),
     ctx.now(),
+  );
+  await removeHeldJobs(
+    ctx.queues,
+    [...held].map(([jobId, channel]) => ({ jobId, channel })),
   );
   return released.length;
 }

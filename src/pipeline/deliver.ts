@@ -186,18 +186,26 @@ export async function enqueueFirstAttempts(
   now: Date,
 ): Promise<void> {
   for (const channel of CHANNELS) {
-    const batches = new Map<string, string[]>();
+    // Planned batches by job id (each shares one due time), the rest by due time.
+    const batches = new Map<string, { dueAt: number; ids: string[] }>();
     const held = new Map<number, string[]>();
     for (const message of created) {
       if (message.channel !== channel) continue;
-      if (message.firstJobId !== null) push(batches, message.firstJobId, message.id);
-      else push(held, message.dueAt.getTime(), message.id);
+      if (message.firstJobId === null) {
+        push(held, message.dueAt.getTime(), message.id);
+        continue;
+      }
+      const batch = batches.get(message.firstJobId);
+      if (batch) batch.ids.push(message.id);
+      else batches.set(message.firstJobId, { dueAt: message.dueAt.getTime(), ids: [message.id] });
     }
+    const delayUntil = (dueAt: number) =>
+      dueAt > now.getTime() ? { delay: dueAt - now.getTime() } : {};
     const jobs: { name: string; data: DeliverPayload; opts: { jobId: string; delay?: number } }[] =
-      [...batches].map(([jobId, messageIds]) => ({
+      [...batches].map(([jobId, { dueAt, ids }]) => ({
         name: DELIVER_JOB,
-        data: { messageIds },
-        opts: { jobId },
+        data: { messageIds: ids },
+        opts: { jobId, ...delayUntil(dueAt) },
       }));
     for (const [dueAt, ids] of held) {
       for (let i = 0; i < ids.length; i += FIRST_ATTEMPT_BATCH[channel]) {
@@ -205,11 +213,25 @@ export async function enqueueFirstAttempts(
         jobs.push({
           name: DELIVER_JOB,
           data: { messageIds },
-          opts: { jobId: `held_${messageIds[0]!}`, delay: Math.max(0, dueAt - now.getTime()) },
+          opts: { jobId: `held_${messageIds[0]!}`, ...delayUntil(dueAt) },
         });
       }
     }
     if (jobs.length > 0) await deliverQueue(queues, channel).addBulk(jobs);
+  }
+}
+
+/** Removes delayed jobs whose messages went sooner; one already running finds nothing to do. */
+export async function removeHeldJobs(
+  queues: DeliverQueues,
+  jobs: readonly { channel: Channel; jobId: string }[],
+): Promise<void> {
+  for (const { channel, jobId } of jobs) {
+    try {
+      await deliverQueue(queues, channel).remove(jobId);
+    } catch {
+      // Taken by a worker meanwhile: it claims nothing, the messages are no longer open.
+    }
   }
 }
 

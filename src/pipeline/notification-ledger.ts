@@ -29,7 +29,10 @@ import type { Tx } from './warning-store.js';
 export interface CreatedMessage {
   id: string;
   channel: Channel;
-  /** The batch job of its first attempt; null for a message that collects until `dueAt`. */
+  /**
+   * The batch job of its first attempt, delayed until `dueAt` for a message that collects; null
+   * for a collecting message whose job is planned at enqueue (one per channel and due time).
+   */
   firstJobId: string | null;
   dueAt: Date;
 }
@@ -228,19 +231,29 @@ async function insertIntoCycleMessages(
   for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
   const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
     sql.param([...wanted].map(([id, row]) => pick(id, row)));
-  const created = await queryRows<{ id: string }>(
+  // The delayed job that bounds the wait (one per channel and batch of this check's new
+  // messages); the cycle's release removes it when it sends them sooner.
+  const heldJob = `held_${randomUUID()}_`;
+  const created = await queryRows<{ id: string; first_job_id: string }>(
     tx,
     sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id, next_attempt_at,
-          created_at, updated_at)
+          first_job_id, created_at, updated_at)
         SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
-          ${dueAt}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
+          ${dueAt}::timestamptz,
+          ${heldJob}::text || v.channel ||
+            ((row_number() OVER (PARTITION BY v.channel ORDER BY v.id) - 1) /
+              CASE v.channel WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
+                             WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
+                             ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text,
+          ${now}::timestamptz, ${now}::timestamptz
         FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
           ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
           AS v(id, subscriber_id, channel, cycle_id)
         ORDER BY v.id
         ON CONFLICT (id) DO NOTHING
-        RETURNING id`,
+        RETURNING id, first_job_id`,
   );
+  const heldJobOf = new Map(created.map((r) => [r.id, r.first_job_id]));
   const open = new Set(
     (
       await queryRows<{ id: string }>(
@@ -291,7 +304,7 @@ async function insertIntoCycleMessages(
     messages: made.map((id) => ({
       id,
       channel: wanted.get(id)!.channel,
-      firstJobId: null,
+      firstJobId: heldJobOf.get(id)!,
       dueAt,
     })),
   };
