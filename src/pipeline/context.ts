@@ -29,14 +29,16 @@ export interface PipelineContext {
   readonly onUpstreamResult?: (operation: string, error: unknown) => void;
   /** Sees every job that finished, for `/metrics` (src/ops/metrics.ts); absent in `poll --once`. */
   readonly metrics?: JobObserver;
-  /** Asked before the warning-list call, so a refused key is not retried every cycle (src/ops). */
-  readonly upstreamGate?: UpstreamGate;
 }
 
 export interface JobObserver {
   jobCompleted(queue: QueueName, payload: unknown, result: unknown): void;
 }
 
+/**
+ * Asked before every warning call (the runtime wraps `upstream` with it), so that neither the
+ * poll nor a check queued behind a refused key asks QWeather again every cycle (src/ops).
+ */
 export interface UpstreamGate {
   /** Throws (without calling the upstream) while calls are held back after an auth failure. */
   assertCallAllowed(operation: string): void;

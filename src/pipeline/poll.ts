@@ -63,7 +63,6 @@ export async function runPoll(
 
   let listedIds: string[];
   try {
-    ctx.upstreamGate?.assertCallAllowed('warningList');
     const list = await ctx.upstream.warningList({ range: ctx.config.warningRange });
     listedIds = [...new Set(list.locationIds)];
     ctx.onUpstreamResult?.('warningList', null);

@@ -31,6 +31,27 @@ function withoutUpstream(): PipelineContext['upstream'] & { close(): Promise<voi
   };
 }
 
+/** Every warning call asks the gate first: one place, so no caller can forget it. */
+function gated(
+  upstream: PipelineContext['upstream'],
+  gate: UpstreamGate,
+): PipelineContext['upstream'] {
+  return {
+    warningList: async (query) => {
+      gate.assertCallAllowed('warningList');
+      return upstream.warningList(query);
+    },
+    warningNow: async (query) => {
+      gate.assertCallAllowed('warningNow');
+      return upstream.warningNow(query);
+    },
+    weatherAlert: async (query) => {
+      gate.assertCallAllowed('weatherAlert');
+      return upstream.weatherAlert(query);
+    },
+  };
+}
+
 /**
  * The composition root shared by `qwn poll`, `qwn worker` and the demo: real Postgres, Redis,
  * upstream client and channels, built from the one Config (STYLE §8).
@@ -90,7 +111,8 @@ export function createRuntime(
   // Each Queue re-emits its connection's errors, and BullMQ prints them with console.error
   // when nobody listens: the connection's listener above has logged them already, once.
   for (const queue of Object.values(queues.byName)) queue.on('error', () => undefined);
-  const upstream = needsUpstream ? createClientFromConfig(config, logger) : withoutUpstream();
+  const client = needsUpstream ? createClientFromConfig(config, logger) : withoutUpstream();
+  const upstream = options.upstreamGate ? gated(client, options.upstreamGate) : client;
   const mailer = createMailer({ smtpUrl: config.smtpUrl, from: config.mailFrom, logger });
   const webhooks = createWebhookSender({
     allowPrivate: config.webhookAllowPrivate,
@@ -119,7 +141,6 @@ export function createRuntime(
     random: Math.random,
     ...(options.onUpstreamResult ? { onUpstreamResult: options.onUpstreamResult } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),
-    ...(options.upstreamGate ? { upstreamGate: options.upstreamGate } : {}),
   };
   return {
     ctx,
@@ -128,7 +149,7 @@ export function createRuntime(
     async close() {
       await queues.close();
       await Promise.allSettled([
-        upstream.close(),
+        client.close(),
         mailer.close(),
         webhooks.close(),
         robots.sender.close(),

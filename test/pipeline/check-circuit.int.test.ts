@@ -1,11 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { UpstreamMonitor } from '../../src/ops/upstream.js';
+import type { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
-import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
@@ -22,15 +20,9 @@ describe('v7 checks behind the upstream circuit', () => {
   beforeAll(async () => {
     h = await startPipelineHarness({ env: { QWEATHER_ALERT_SOURCE: 'v7' } });
     for (const place of PLACES) await h.addPlace(place, place);
-    monitor = new UpstreamMonitor();
-    runtime = createRuntime(loadConfig(h.env), createLogger('silent'), {
-      database: h.database,
-      onUpstreamResult: (operation, error) => monitor.record(operation, error),
-      upstreamGate: monitor,
-    });
+    ({ runtime, monitor } = h.monitoredRuntime());
   });
   afterAll(async () => {
-    await runtime?.close();
     await h?.close();
   });
 

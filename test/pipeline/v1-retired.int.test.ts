@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { UpstreamMonitor } from '../../src/ops/upstream.js';
+import type { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { runPoll } from '../../src/pipeline/poll.js';
-import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
@@ -22,20 +21,14 @@ describe('v7 mode when QWeather answers 403 Deprecated', () => {
     h = await startPipelineHarness({ env: { QWEATHER_ALERT_SOURCE: 'v7' } });
     await h.addPlace('101210101', '杭州');
     await h.addEmailSubscriber('duty@example.com', ['101210101']);
-    monitor = new UpstreamMonitor();
     const logger = createLogger('info', {
       write(line: string) {
         lines.push(JSON.parse(line) as Record<string, unknown>);
       },
     });
-    runtime = createRuntime(loadConfig(h.env), logger, {
-      database: h.database,
-      onUpstreamResult: (operation, error) => monitor.record(operation, error),
-      upstreamGate: monitor,
-    });
+    ({ runtime, monitor } = h.monitoredRuntime(logger));
   });
   afterAll(async () => {
-    await runtime?.close();
     await h?.close();
   });
 

@@ -5,7 +5,8 @@ import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../src/config.js';
 import { queryRows } from '../../src/db/client.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
+import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
 import { deletePrefixKeys } from '../../src/pipeline/queues.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
@@ -66,6 +67,8 @@ export interface PipelineHarness {
   readonly config: Config;
   /** An in-process runtime on the same parts (closed with the harness). */
   runtime(overrides?: Record<string, string>): Runtime;
+  /** A runtime whose upstream results feed a monitor that gates its calls, as the worker's. */
+  monitoredRuntime(logger?: Logger): { runtime: Runtime; monitor: UpstreamMonitor };
   addPlace(id: string, name: string, tz?: string): Promise<void>;
   /** An email subscriber; it groups by cycle unless `group` says otherwise (INTERFACE §6). */
   addEmailSubscriber(
@@ -163,6 +166,16 @@ export async function startPipelineHarness(
       );
       runtimes.push(runtime);
       return runtime;
+    },
+    monitoredRuntime(logger = createLogger('silent')) {
+      const monitor = new UpstreamMonitor();
+      const runtime = createRuntime(config, logger, {
+        database,
+        onUpstreamResult: (operation, error) => monitor.record(operation, error),
+        upstreamGate: monitor,
+      });
+      runtimes.push(runtime);
+      return { runtime, monitor };
     },
     async addPlace(id, name, tz = 'Asia/Shanghai') {
       await database.db.execute(
