@@ -2,12 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import {
-  enqueueFirstAttempts,
-  FIRST_ATTEMPT_BATCH,
-  removeHeldJobs,
-  type Channel,
-} from './deliver.js';
+import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs, type Channel } from './deliver.js';
 
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
@@ -19,7 +14,6 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
   // One job per batch, as a check's own first attempts go (FIRST_ATTEMPT_BATCH): a storm's
   // grouped emails released one job each cost their own Redis round trips per message. The
   // batch job's id goes on the message, so the sweeper asks that job before requeueing.
-  const release = `rel_${randomUUID()}_`;
   const released = await queryRows<{
     id: string;
     channel: Channel;
@@ -33,11 +27,8 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
             AND next_attempt_at > now()
           FOR UPDATE),
         batched AS (
-          SELECT id, held_job, ${release}::text || channel || '_' ||
-            ((row_number() OVER (PARTITION BY channel ORDER BY id) - 1) /
-              CASE channel WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
-                           WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
-                           ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text AS job
+          SELECT id, held_job,
+            ${firstAttemptJob(`rel_${randomUUID()}_`, sql`channel`, sql`id`)} AS job
           FROM due)
         UPDATE messages m SET next_attempt_at = now(), updated_at = now(), first_job_id = b.job
         FROM batched b WHERE m.id = b.id

@@ -45,6 +45,18 @@ export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
 export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, robot: 10, email: 10 };
 
 /**
+ * SQL for each row's first-attempt job, in a statement over rows with a `channel` column:
+ * `prefix`, the channel and the batch number, `FIRST_ATTEMPT_BATCH` rows per job in `orderBy`
+ * order. The writers of messages name their jobs in the statement that writes them.
+ */
+export function firstAttemptJob(prefix: string, channel: SQL, orderBy: SQL): SQL {
+  return sql`${prefix}::text || ${channel} ||
+    ((row_number() OVER (PARTITION BY ${channel} ORDER BY ${orderBy}) - 1) /
+      CASE ${channel} WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
+                      WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
+                      ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text`;
+}
+/**
  * Messages whose attempt is still owed or under way: pending and never tried, or claimed right
  * now. A pending message whose claim ran out (a crashed sender) belongs to the sweeper, not to
  * a wait; an open one is still collecting.

@@ -14,7 +14,7 @@ import {
   type OpenMessage,
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
-import { FIRST_ATTEMPT_BATCH, type Channel } from './deliver.js';
+import { FIRST_ATTEMPT_BATCH, firstAttemptJob, type Channel } from './deliver.js';
 import type { Tx } from './warning-store.js';
 
 /**
@@ -172,10 +172,8 @@ async function insertDirect(
           ON CONFLICT DO NOTHING
           RETURNING id, subscriber_id, channel),
         batched AS (
-          SELECT n.*, ${`${input.key}_${offset}`}::text || '_' || n.channel ||
-            ((row_number() OVER (PARTITION BY n.channel ORDER BY n.id) - 1) /
-              CASE WHEN n.channel = 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
-                   ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text AS first_job_id
+          SELECT n.*,
+            ${firstAttemptJob(`${input.key}_${offset}_`, sql`n.channel`, sql`n.id`)} AS first_job_id
           FROM n)
         INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at, first_job_id,
           created_at, updated_at)
@@ -231,20 +229,15 @@ async function insertIntoCycleMessages(
   for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
   const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
     sql.param([...wanted].map(([id, row]) => pick(id, row)));
-  // The delayed job that bounds the wait (one per channel and batch of this check's new
-  // messages); the cycle's release removes it when it sends them sooner.
-  const heldJob = `held_${randomUUID()}_`;
+  // Each new message's delayed job bounds its wait (one per channel and batch of this check's
+  // new messages); the cycle's release removes it when it sends them sooner.
   const created = await queryRows<{ id: string; first_job_id: string }>(
     tx,
     sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id, next_attempt_at,
           first_job_id, created_at, updated_at)
         SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
           ${dueAt}::timestamptz,
-          ${heldJob}::text || v.channel ||
-            ((row_number() OVER (PARTITION BY v.channel ORDER BY v.id) - 1) /
-              CASE v.channel WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
-                             WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
-                             ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text,
+          ${firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`)},
           ${now}::timestamptz, ${now}::timestamptz
         FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
           ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
