@@ -186,10 +186,9 @@ export async function enqueueMessage(
 }
 
 /**
- * First attempts of the messages a check just committed: those due now in one job per planned
- * batch, in their channel's queue; those that collect in one delayed job per channel and due
- * time (a cycle's messages, a quiet window's), so that a storm's grouped emails do not cost a
- * job each. Whoever sends such a message earlier (the cycle's release, an urgent notification)
+ * First attempts of the messages a check just committed, one job per planned batch in their
+ * channel's queue; a batch that collects (a cycle's messages, a quiet window's) is delayed until
+ * it is due. Whoever sends such a message earlier (the cycle's release, an urgent notification)
  * leaves the delayed job nothing to claim; the sweeper finds a message whose job was lost.
  */
 export async function enqueueFirstAttempts(
@@ -198,38 +197,26 @@ export async function enqueueFirstAttempts(
   now: Date,
 ): Promise<void> {
   for (const channel of CHANNELS) {
-    // Planned batches by job id (each shares one due time), the rest by due time.
-    const batches = new Map<string, { dueAt: number; ids: string[] }>();
-    const held = new Map<number, string[]>();
+    // A batch's messages share one due time.
+    const batches = new Map<string, { dueAt: number; messageIds: string[] }>();
     for (const message of created) {
       if (message.channel !== channel) continue;
-      if (message.firstJobId === null) {
-        push(held, message.dueAt.getTime(), message.id);
-        continue;
-      }
       const batch = batches.get(message.firstJobId);
-      if (batch) batch.ids.push(message.id);
-      else batches.set(message.firstJobId, { dueAt: message.dueAt.getTime(), ids: [message.id] });
-    }
-    const delayUntil = (dueAt: number) =>
-      dueAt > now.getTime() ? { delay: dueAt - now.getTime() } : {};
-    const jobs: { name: string; data: DeliverPayload; opts: { jobId: string; delay?: number } }[] =
-      [...batches].map(([jobId, { dueAt, ids }]) => ({
-        name: DELIVER_JOB,
-        data: { messageIds: ids },
-        opts: { jobId, ...delayUntil(dueAt) },
-      }));
-    for (const [dueAt, ids] of held) {
-      for (let i = 0; i < ids.length; i += FIRST_ATTEMPT_BATCH[channel]) {
-        const messageIds = ids.slice(i, i + FIRST_ATTEMPT_BATCH[channel]);
-        jobs.push({
-          name: DELIVER_JOB,
-          data: { messageIds },
-          opts: { jobId: `held_${messageIds[0]!}`, ...delayUntil(dueAt) },
+      if (batch) batch.messageIds.push(message.id);
+      else
+        batches.set(message.firstJobId, {
+          dueAt: message.dueAt.getTime(),
+          messageIds: [message.id],
         });
-      }
     }
-    if (jobs.length > 0) await deliverQueue(queues, channel).addBulk(jobs);
+    if (batches.size === 0) continue;
+    await deliverQueue(queues, channel).addBulk(
+      [...batches].map(([jobId, { dueAt, messageIds }]) => ({
+        name: DELIVER_JOB,
+        data: { messageIds } satisfies DeliverPayload,
+        opts: { jobId, ...(dueAt > now.getTime() ? { delay: dueAt - now.getTime() } : {}) },
+      })),
+    );
   }
 }
 
@@ -245,12 +232,6 @@ export async function removeHeldJobs(
       // Taken by a worker meanwhile: it claims nothing, the messages are no longer open.
     }
   }
-}
-
-function push<K>(groups: Map<K, string[]>, key: K, id: string): void {
-  const ids = groups.get(key);
-  if (ids) ids.push(id);
-  else groups.set(key, [id]);
 }
 
 /** Whether a job with this id still runs by itself (waiting, active, …) in the channel's queue. */

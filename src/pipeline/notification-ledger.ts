@@ -29,11 +29,8 @@ import type { Tx } from './warning-store.js';
 export interface CreatedMessage {
   id: string;
   channel: Channel;
-  /**
-   * The batch job of its first attempt, delayed until `dueAt` for a message that collects; null
-   * for a collecting message whose job is planned at enqueue (one per channel and due time).
-   */
-  firstJobId: string | null;
+  /** The batch job of its first attempt, delayed until `dueAt` for a message that collects. */
+  firstJobId: string;
   dueAt: Date;
 }
 
@@ -512,12 +509,18 @@ async function insertScheduled(
     carried = new Set(still.map((r) => r.message_id));
   }
   const toWrite = [...planned.values()].filter((m) => carried.has(m.id));
-  const dueNow = toWrite.filter((m) => m.dueAt <= now);
+  // Batches by channel: those due now in jobs run at once, the held ones in jobs delayed until
+  // their due time (one per channel and time).
   const firstJob = new Map<string, string>();
-  const seen: Record<Channel, number> = { email: 0, webhook: 0, robot: 0 };
-  for (const m of dueNow) {
-    const batch = Math.floor(seen[m.channel]++ / FIRST_ATTEMPT_BATCH[m.channel]);
-    firstJob.set(m.id, `${input.key}_s_${m.channel}${batch}`);
+  const seen = new Map<string, number>();
+  for (const m of toWrite) {
+    const group = m.dueAt <= now ? m.channel : `${m.channel}_h${m.dueAt.getTime()}_`;
+    const nth = seen.get(group) ?? 0;
+    seen.set(group, nth + 1);
+    firstJob.set(
+      m.id,
+      `${input.key}_s_${group}${Math.floor(nth / FIRST_ATTEMPT_BATCH[m.channel])}`,
+    );
   }
   if (toWrite.length > 0) {
     const mcol = <T>(pick: (m: PlannedMessage) => T) => sql.param(toWrite.map(pick));
@@ -530,7 +533,7 @@ async function insertScheduled(
       FROM unnest(${mcol((m) => m.id)}::uuid[], ${mcol((m) => m.subscriberId)}::uuid[],
         ${mcol((m) => m.channel)}::text[], ${mcol((m) => m.hold)}::text[],
         ${mcol((m) => m.cycleId)}::uuid[], ${mcol((m) => m.dueAt.toISOString())}::timestamptz[],
-        ${mcol((m) => firstJob.get(m.id) ?? null)}::text[])
+        ${mcol((m) => firstJob.get(m.id)!)}::text[])
         AS v(id, subscriber_id, channel, hold, cycle_id, due, first_job_id)`);
   }
   return {
@@ -538,7 +541,7 @@ async function insertScheduled(
     messages: toWrite.map((m) => ({
       id: m.id,
       channel: m.channel,
-      firstJobId: firstJob.get(m.id) ?? null,
+      firstJobId: firstJob.get(m.id)!,
       dueAt: m.dueAt,
     })),
   };
