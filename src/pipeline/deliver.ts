@@ -234,14 +234,20 @@ export async function removeHeldJobs(
   }
 }
 
-/** Whether a job with this id still runs by itself (waiting, active, …) in the channel's queue. */
+/**
+ * Whether a job with this id will still run by itself: waiting, active, or delayed (a held batch
+ * not yet due, a failed run waiting for its retry). Such a job owns the first attempts planned
+ * into it, so nothing else may take them (`claim`).
+ */
 export async function isJobLive(
   queues: DeliverQueues,
   channel: Channel,
   jobId: string,
 ): Promise<boolean> {
   const job = await deliverQueue(queues, channel).getJob(jobId);
-  return job !== undefined && LIVE_STATES.has(await job.getState());
+  if (!job) return false;
+  const state = await job.getState();
+  return LIVE_STATES.has(state) || state === 'delayed';
 }
 
 /** A carried notification as the read returns it: the event's columns only on its first row. */
@@ -279,16 +285,40 @@ export function carriedNotifications(messageIds: readonly string[]): SQL {
 }
 
 /**
- * Claims the due messages among `ids` for this attempt; messages sent, dead, not due or held
- * elsewhere are left out. An open message that is due stops collecting here (it becomes
- * pending). Its notifications are read by a second statement: a check that was adding one to
- * it holds the message's row lock, which this claim waits for, and only a statement begun after
- * that wait sees what the check wrote.
+ * A message whose first attempt its planned job owns (`first_job_id`): pending, never tried, and
+ * not a robot's. That job sends it without a claim write: the BullMQ job's lock is the lease, and
+ * no other job may claim the message while its first attempt is owned (see `claim`). The claim
+ * write was a quarter of a storm's ledger row versions (issue 21). A message still collecting
+ * ('open') is claimed as before: the claim's row lock is what orders it after the checks still
+ * adding to it. A robot's is claimed too: its attempt count tells a post never tried from one
+ * that may have reached the group, which decides whether a waiting post may join another.
  */
-async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Outgoing[]> {
+const FIRST_ATTEMPT_OWNED = sql`status = 'pending' AND attempts = 0 AND channel <> 'robot'`;
+
+/**
+ * Takes the due messages among `ids` for this attempt; messages sent, dead, not due or held
+ * elsewhere are left out. Those whose first attempt `jobId` owns are only read; the others are
+ * claimed (`claimed_until`), and an open message that is due stops collecting here (it becomes
+ * pending). A message whose first attempt another job owns is never claimed: that job may be
+ * sending it right now (the sweeper hands a lost job's messages back first). The notifications
+ * are read by a second statement: a check that was adding one to a claimed message holds its
+ * row lock, which the claim waits for, and only a statement begun after that wait sees what the
+ * check wrote.
+ */
+async function claim(
+  ctx: PipelineContext,
+  ids: readonly string[],
+  jobId: string | undefined,
+): Promise<Outgoing[]> {
+  const ownedByJob =
+    jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
   const claimed = await queryPrepared<ClaimedMessage>(
     ctx.db,
-    sql`WITH claimed AS (
+    sql`WITH owned AS (
+          SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id FROM messages
+          WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
+            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
+        claimed AS (
           UPDATE messages SET
             status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
             attempts = attempts + 1,
@@ -301,12 +331,15 @@ async function claim(ctx: PipelineContext, ids: readonly string[]): Promise<Outg
             AND status <> 'sent' AND status <> 'dead'
             AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
             AND (claimed_until IS NULL OR claimed_until < now())
-          RETURNING id, attempts, channel, hold, subscriber_id)
+            AND (attempts > 0 OR first_job_id IS NULL OR ${ownedByJob})
+            AND NOT (${ownedByJob} AND ${FIRST_ATTEMPT_OWNED})
+          RETURNING id, attempts, channel, hold, subscriber_id),
+        taken AS (SELECT * FROM owned UNION ALL SELECT * FROM claimed)
         SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id,
                s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
                s.robot_secret, s.lang, s.active, s.disabled_reason,
                s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to
-        FROM claimed c JOIN subscribers s ON s.id = c.subscriber_id`,
+        FROM taken c JOIN subscribers s ON s.id = c.subscriber_id`,
   );
   if (claimed.length === 0) return [];
   // A job's messages mostly carry notifications of one event: its record (a kilobyte or two of
@@ -452,17 +485,18 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
 const byChannel = (): Record<Channel, number> => ({ email: 0, webhook: 0, robot: 0 });
 
 /**
- * The deliver job: one attempt at each of its messages, then each message's next state. The
- * messages are claimed in one statement and sent concurrently, within the process's send slots
+ * The deliver job (`jobId`, when BullMQ runs it): one attempt at each of its messages, then each
+ * message's next state. The messages are taken in one statement and sent concurrently, within the process's send slots
  * (email within its share); successes are recorded together (`SentRecorder`), failures one by
  * one.
  */
 export async function runDeliver(
   ctx: PipelineContext,
   payload: DeliverPayload,
+  jobId?: string,
 ): Promise<DeliverResult> {
-  const log = ctx.logger.child({ job: DELIVER_JOB });
-  const messages = await claim(ctx, payload.messageIds);
+  const log = ctx.logger.child({ job: DELIVER_JOB, ...(jobId ? { jobId } : {}) });
+  const messages = await claim(ctx, payload.messageIds, jobId);
   const claimedAt = ctx.now().getTime();
   const result: DeliverResult = {
     sent: byChannel(),
@@ -684,12 +718,17 @@ async function waitForRobot(
   return 'waiting';
 }
 
-/** Messages claimed but not sent: the attempt is given back and each gets a job of its own. */
+/**
+ * Messages taken but not sent: the attempt is given back and each gets a job of its own, which
+ * claims it (no job owns its first attempt any more).
+ */
 async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Promise<void> {
   await ctx.db.execute(sql`
-    UPDATE messages SET attempts = attempts - 1, claimed_until = NULL, updated_at = now()
-    WHERE id = ANY(${sql.param(messages.map((m) => m.id))}::uuid[])
-      AND status IN ('pending', 'retrying')`);
+    UPDATE messages m SET attempts = v.attempts, claimed_until = NULL, first_job_id = NULL,
+      updated_at = now()
+    FROM unnest(${sql.param(messages.map((m) => m.id))}::uuid[],
+                ${sql.param(messages.map((m) => m.attempts - 1))}::int[]) AS v(id, attempts)
+    WHERE m.id = v.id AND m.status IN ('pending', 'retrying')`);
   for (const m of messages) await enqueueMessage(ctx.queues, m, m.attempts - 1);
 }
 
@@ -725,8 +764,8 @@ async function recordFailure(
       ? `gave up after ${message.attempts} attempts: ${failure.message}`.slice(0, MAX_ERROR_LENGTH)
       : failure.message;
     await ctx.db.execute(sql`
-      UPDATE messages SET status = 'dead', claimed_until = NULL, last_error = ${lastError},
-        updated_at = now()
+      UPDATE messages SET status = 'dead', attempts = ${message.attempts}, claimed_until = NULL,
+        last_error = ${lastError}, updated_at = now()
       WHERE id = ${message.id}`);
     log.warn(
       { channel: message.channel, attempt: message.attempts, error: failure.message },
@@ -737,8 +776,8 @@ async function recordFailure(
 
   const delayMs = retryDelayMs(message.attempts, ctx.random, failure.retryAfterMs);
   await ctx.db.execute(sql`
-    UPDATE messages SET status = 'retrying', claimed_until = NULL,
-      last_error = ${failure.message},
+    UPDATE messages SET status = 'retrying', attempts = ${message.attempts},
+      claimed_until = NULL, last_error = ${failure.message},
       next_attempt_at = now() + make_interval(secs => ${delayMs / 1000}),
       updated_at = now()
     WHERE id = ${message.id}`);

@@ -4,9 +4,10 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { ATTEMPT_UNDER_WAY, enqueueMessage, type Channel } from './deliver.js';
+import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
+import { requeueDueMessages } from './sweep.js';
 import { startWorkers } from './workers.js';
 
 interface MessageStates {
@@ -85,8 +86,7 @@ export async function runCycleOnce(
   const workers = startWorkers(ctx, connection, ['check', ...DELIVER_QUEUES]);
   try {
     // Messages whose hold ended while no worker ran (quiet hours overnight, a lost job) go now.
-    const released = await dueMessages(ctx);
-    for (const m of released) await enqueueMessage(ctx.queues, m, m.attempts);
+    const { due: released } = await requeueDueMessages(ctx, 0);
     const outcome = await runPoll(ctx, { jobKey: `once-${randomUUID()}` });
     const cycleId = outcome.cycleId;
     if (outcome.ok) {
@@ -159,18 +159,4 @@ function states(counts: readonly { status: string; n: number }[]): MessageStates
     pending: count('pending'),
     held: count('open'),
   };
-}
-
-/** Messages due and not taken: a hold that ended, or an attempt whose job was lost. */
-function dueMessages(
-  ctx: PipelineContext,
-): Promise<{ id: string; channel: Channel; attempts: number }[]> {
-  return queryRows(
-    ctx.db,
-    sql`SELECT id, channel, attempts FROM messages
-        WHERE status IN ('open', 'pending', 'retrying') AND next_attempt_at <= now()
-          AND (claimed_until IS NULL OR claimed_until < now())
-        ORDER BY next_attempt_at
-        LIMIT 10000`,
-  );
 }

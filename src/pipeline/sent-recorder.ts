@@ -34,7 +34,8 @@ export class SentRecorder {
       // join the whole table when its statistics lag behind a storm's inserts.
       const mark = sql`
         UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
-          last_error = NULL, updated_at = now()
+          -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
+          attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
         FROM unnest(${ids}::uuid[],
                     ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
         WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;

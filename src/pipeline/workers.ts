@@ -17,8 +17,14 @@ interface JobDefinition<S extends z.ZodType> {
 
 const define = <S extends z.ZodType>(d: JobDefinition<S>) => d as JobDefinition<z.ZodType>;
 
-/** Both channels' deliver queues run the same job; a batch holds rows of one channel. */
-const deliver = define({ payload: deliverPayload, run: (ctx, p) => runDeliver(ctx, p) });
+/**
+ * Both channels' deliver queues run the same job; a batch holds rows of one channel. Its id says
+ * which first attempts it owns (src/pipeline/deliver.ts).
+ */
+const deliver = define({
+  payload: deliverPayload,
+  run: (ctx, p, job) => runDeliver(ctx, p, job.id),
+});
 
 /** One queue, one job kind, one processor (STYLE §2). */
 export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {

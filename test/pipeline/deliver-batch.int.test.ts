@@ -243,6 +243,9 @@ describe('deliver jobs carrying many rows', () => {
 
     await batch.remove();
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
+    // The lost job's first attempts are handed back, so the new jobs may claim them.
+    const freed = (await rowsAt(place)).filter((r) => ids.includes(r.message_id));
+    expect(freed.every((r) => r.first_job_id === null)).toBe(true);
     for (const id of ids) {
       const job = await rt.ctx.queues.deliverWebhook.getJob(deliverJobId(id, 0));
       expect(job?.data).toEqual({ messageIds: [id] });
@@ -250,6 +253,53 @@ describe('deliver jobs carrying many rows', () => {
     }
     // The same sweep again finds the same rows: still owed, and nothing carries them now.
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(5);
+  });
+
+  it('sends a first attempt only from the job that owns it, with one write per message', async () => {
+    const place = '101280101';
+    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(5, 9);
+    const ids = rows.map((r) => r.message_id);
+    const owner = `owner-batch_${place}_webhook0`;
+    await h.database.db.execute(sql`
+      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = ${owner},
+        next_attempt_at = now()
+      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    const sentBefore = webhookIds('/gz/').length;
+
+    // Any other job, or a run without a job, leaves them alone: the owner may be sending them.
+    for (const jobId of ['intruder', undefined]) {
+      const result = await runDeliver(rt.ctx, { messageIds: ids }, jobId);
+      expect(result.skipped).toBe(4);
+    }
+    expect(webhookIds('/gz/')).toHaveLength(sentBefore);
+
+    // Row versions written to messages from here: the owner's sends write only their marks.
+    await h.database.db.execute(sql`
+      CREATE TABLE message_writes (id uuid, op text);
+      CREATE FUNCTION count_message_writes() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO message_writes VALUES (NEW.id, TG_OP); RETURN NULL; END $$;
+      CREATE TRIGGER count_message_writes AFTER UPDATE ON messages
+        FOR EACH ROW EXECUTE FUNCTION count_message_writes();`);
+    try {
+      const result = await runDeliver(rt.ctx, { messageIds: ids }, owner);
+      expect(result).toMatchObject({ skipped: 0, sent: { webhook: 4 } });
+      const writes = await queryRows<{ id: string }>(
+        h.database.db,
+        sql`SELECT id FROM message_writes`,
+      );
+      expect(writes.map((w) => w.id).sort()).toEqual([...ids].sort());
+    } finally {
+      await h.database.db.execute(sql`
+        DROP TRIGGER count_message_writes ON messages;
+        DROP FUNCTION count_message_writes();
+        DROP TABLE message_writes;`);
+    }
+    const after = (await rowsAt(place)).filter((r) => ids.includes(r.message_id));
+    expect(after.every((r) => r.status === 'sent' && r.attempts === 1)).toBe(true);
+    expect(webhookIds('/gz/').filter((id) => ids.includes(id))).toHaveLength(8);
+
+    // Run again (a stalled job's second run), it finds nothing left to send.
+    expect((await runDeliver(rt.ctx, { messageIds: ids }, owner)).skipped).toBe(4);
   });
 
   it('hands a claimed message back, unsent, when its send could not start in time', async () => {

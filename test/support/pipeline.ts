@@ -258,12 +258,19 @@ const groupMode = (group: GroupMode | undefined): string | null =>
 const groupWindow = (group: GroupMode | undefined): number | null =>
   typeof group === 'object' ? group.windowSeconds : null;
 
-/** One deliver job for one message, and what it did with it. */
+/**
+ * One deliver job for one message, and what it did with it: run as the job that owns the
+ * message's first attempt, when one does, as BullMQ would run that job.
+ */
 export async function deliverOne(
   ctx: PipelineContext,
   messageId: string,
 ): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'waiting' | 'skipped'> {
-  const r = await runDeliver(ctx, { messageIds: [messageId] });
+  const [owner] = await queryRows<{ first_job_id: string | null }>(
+    ctx.db,
+    sql`SELECT first_job_id FROM messages WHERE id = ${messageId}`,
+  );
+  const r = await runDeliver(ctx, { messageIds: [messageId] }, owner?.first_job_id ?? undefined);
   for (const outcome of ['sent', 'retrying', 'dead'] as const) {
     if (r[outcome].email + r[outcome].webhook + r[outcome].robot > 0) return outcome;
   }
