@@ -24,7 +24,15 @@ import {
 } from './data.js';
 import { FULL_LIMIT_SIZES, QUICK_LIMIT_SIZES, measureLimits } from './limits.js';
 import { REPO_ROOT, exited, forkTs, memoryMb, nextMessage } from './procs.js';
-import { formatMarkdown, formatText, judgeTargets, rateRoom, type BenchReport } from './report.js';
+import { runAlertmanagerPeer } from './peer-alertmanager.js';
+import {
+  formatMarkdown,
+  formatText,
+  judgeTargets,
+  rateRoom,
+  targetSeries,
+  type BenchReport,
+} from './report.js';
 import { runScenario, type ScenarioResult } from './scenario.js';
 import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
@@ -34,13 +42,15 @@ import { startBenchReceiver, startBenchSmtp } from './sinks.js';
  * with this machine's limits measured in the same run. See BENCHMARKS.md.
  */
 
-const USAGE = `usage: npm run bench -- [--quick] [--workers N] [--out FILE] [--no-md]
-       [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof] [--log-level L]
-       [--pg URL] [--redis URL] [--places DIR] [--keep]`;
+const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--workers N]
+       [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
+       [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--keep]`;
 
 const { values: args } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
+    runs: { type: 'string', default: '1' },
+    peer: { type: 'string' },
     workers: { type: 'string', default: '2' },
     out: { type: 'string' },
     'no-md': { type: 'boolean', default: false },
@@ -65,6 +75,11 @@ const quick = args.quick;
 const workerCount = Number(args.workers);
 if (!Number.isInteger(workerCount) || workerCount < 1)
   throw new Error(`--workers: ${args.workers}`);
+const runs = Number(args.runs);
+if (!Number.isInteger(runs) || runs < 1 || runs > 10) throw new Error(`--runs: ${args.runs}`);
+if (args.peer !== undefined && args.peer !== 'alertmanager') {
+  throw new Error(`--peer: ${args.peer} (the one peer measured is alertmanager)`);
+}
 const outFile = resolve(
   args.out ??
     (quick
@@ -100,7 +115,8 @@ async function updateBenchmarksMd(markdown: string): Promise<void> {
   await writeFile(file, await prettier.format(updated, { ...options, filepath: file }));
 }
 
-async function main(): Promise<number> {
+/** One whole run: its own database, data, limits, workers and scenarios. */
+async function runOnce(): Promise<BenchReport> {
   const started = Date.now();
   const size = quick ? QUICK_SIZE : FULL_SIZE;
   const redis = new Redis(args.redis, { maxRetriesPerRequest: null });
@@ -243,6 +259,22 @@ async function main(): Promise<number> {
     }
     const workerPeakRssMb = workerPids.map((pid) => memoryMb(pid).hwm);
     const room = rateRoom(scenarios, limits, os.cpus().length);
+    const storm = scenarios.find((s) => s.name === 'storm');
+    if (storm && room) storm.efficiency = room.efficiency;
+
+    let peer: BenchReport['peer'];
+    if (args.peer && storm) {
+      say(
+        `peer: ${args.peer}, fed the storm's ${storm.channels.webhook.sent} webhook notifications`,
+      );
+      receiver.reset();
+      peer = await runAlertmanagerPeer({
+        receiverOrigin: receiver.origin,
+        notifications: storm.channels.webhook.sent,
+        say,
+      });
+      say('skipped' in peer ? `peer skipped: ${peer.skipped}` : 'peer done');
+    }
 
     const report: BenchReport = {
       mode: quick ? 'quick' : 'full',
@@ -268,24 +300,39 @@ async function main(): Promise<number> {
       limits,
       scenarios,
       workerPeakRssMb,
-      targets: judgeTargets(scenarios, limits, workerPeakRssMb, data.places.length),
+      targets: judgeTargets(scenarios, workerPeakRssMb, data.places.length, peer),
       ...(room ? { rateRoom: room } : {}),
+      ...(peer ? { peer } : {}),
       correct: scenarios.every((s) => s.correctness.ok),
     };
-    console.log(formatText(report));
-    mkdirSync(dirname(outFile), { recursive: true });
-    await writeFile(outFile, `${JSON.stringify(report, null, 2)}\n`);
-    say(`report written to ${outFile}`);
-    if (!quick && !args['no-md']) {
-      await updateBenchmarksMd(formatMarkdown(report));
-      say('BENCHMARKS.md updated');
-    }
-    return report.correct ? 0 : 1;
+    return report;
   } finally {
     process.off('SIGINT', interrupted);
     process.off('SIGTERM', interrupted);
     await cleanup();
   }
+}
+
+async function main(): Promise<number> {
+  const reports: BenchReport[] = [];
+  for (let i = 1; i <= runs; i += 1) {
+    if (runs > 1) say(`run ${i} of ${runs}`);
+    const report = await runOnce();
+    reports.push(report);
+    if (i < runs) console.log(formatText(report));
+  }
+  // The last run's report, with every target over all the runs.
+  const report = reports[reports.length - 1]!;
+  if (runs > 1) report.series = targetSeries(reports);
+  console.log(formatText(report));
+  mkdirSync(dirname(outFile), { recursive: true });
+  await writeFile(outFile, `${JSON.stringify(report, null, 2)}\n`);
+  say(`report written to ${outFile}`);
+  if (!quick && !args['no-md']) {
+    await updateBenchmarksMd(formatMarkdown(report));
+    say('BENCHMARKS.md updated');
+  }
+  return reports.every((r) => r.correct) ? 0 : 1;
 }
 
 try {

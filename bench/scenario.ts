@@ -68,7 +68,51 @@ export interface ScenarioResult {
   /** Active backends by wait event, sampled every 100 ms (CPU = active, not waiting). */
   postgresActivity: Record<string, number>;
   redisCommands: { total: number; top: [string, number][] };
+  /** What one notification of the cycle cost, both channels together; null with none. */
+  perNotification: PerNotification | null;
+  /**
+   * Storm only: the same run's bare-send CPU for the storm's messages over all the CPU the storm
+   * used (issue 21), set once the limits are known (`rateRoom`).
+   */
+  efficiency?: number;
   correctness: { ok: boolean; problems: string[]; expectedDeliveries: number };
+}
+
+/** Costs per notification: what the ledger's and the queues' shape controls. */
+export interface PerNotification {
+  /** Row versions written (inserted, updated, deleted) in every table. */
+  rows: number;
+  /** Of them, in the ledger itself: `deliveries` and `messages`. */
+  ledgerRows: number;
+  walBytes: number;
+  redisCommands: number;
+  /** CPU of Postgres and Redis, ms. */
+  pgRedisCpuMs: number;
+}
+
+/** Divides a scenario's totals by its notifications. */
+export function perNotification(
+  notifications: number,
+  totals: {
+    rows: number;
+    byTable: TableStats;
+    walBytes: number;
+    redisCommands: number;
+    cpuSeconds: { postgres: number; redis: number };
+  },
+): PerNotification | null {
+  if (notifications === 0) return null;
+  const written = (table: string) => {
+    const t = totals.byTable[table];
+    return t ? t.ins + t.upd + t.del : 0;
+  };
+  return {
+    rows: totals.rows / notifications,
+    ledgerRows: (written('deliveries') + written('messages')) / notifications,
+    walBytes: totals.walBytes / notifications,
+    redisCommands: totals.redisCommands / notifications,
+    pgRedisCpuMs: ((totals.cpuSeconds.postgres + totals.cpuSeconds.redis) / notifications) * 1000,
+  };
 }
 
 export interface ScenarioEnv {
@@ -318,6 +362,13 @@ export async function runScenario(
     walBytes,
     postgresActivity: activity,
     redisCommands: { total: redis.commands, top: redis.top },
+    perNotification: perNotification(channels.webhook.sent + channels.email.sent, {
+      rows: rowsTotal,
+      byTable: tables,
+      walBytes,
+      redisCommands: redis.commands,
+      cpuSeconds: { postgres: postgresCpu, redis: redis.cpuSeconds },
+    }),
     correctness,
   };
 }

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { webhookSecretFor } from './data.js';
@@ -13,6 +13,16 @@ import { webhookSecretFor } from './data.js';
 /** Signatures older or newer than this are refused, as the reference verifier does. */
 const TIMESTAMP_TOLERANCE_S = 5 * 60;
 
+/** The kernel caps it at net.core.somaxconn (4096 by default). */
+const LISTEN_BACKLOG = 4096;
+
+/** What a GET of /peer/ answers: the peer counters, for a runner that knows only the origin. */
+export interface PeerCounts {
+  requests: number;
+  alerts: number;
+  lastAt: number;
+}
+
 export interface BenchReceiver {
   readonly origin: string;
   /** webhook-id → how many requests carried it (paths under /hooks/). */
@@ -21,6 +31,12 @@ export interface BenchReceiver {
   readonly rawCount: number;
   readonly badSignatures: number;
   readonly firstBadSignature: string | undefined;
+  /** POSTs to /peer/ (a peer measured side by side, which cannot sign), counted only. */
+  readonly peerRequests: number;
+  /** Alerts in those POSTs' bodies (an Alertmanager webhook's `alerts`). */
+  readonly peerAlerts: number;
+  /** When the last of them arrived (Date.now(), ms); 0 before the first. */
+  readonly peerLastAt: number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -70,12 +86,39 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
   let rawCount = 0;
   let badSignatures = 0;
   let firstBadSignature: string | undefined;
+  let peerRequests = 0;
+  let peerAlerts = 0;
+  let peerLastAt = 0;
+
+  const answerPeer = (method: string | undefined, body: Buffer, res: ServerResponse) => {
+    if (method === 'GET') {
+      const counts: PeerCounts = { requests: peerRequests, alerts: peerAlerts, lastAt: peerLastAt };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(counts));
+      return;
+    }
+    let alerts: number;
+    try {
+      alerts = (JSON.parse(body.toString('utf8')) as { alerts: unknown[] }).alerts.length;
+    } catch {
+      // The peer retries what is refused, so a body that cannot be read is not counted.
+      res.writeHead(400, { 'content-length': '0' }).end();
+      return;
+    }
+    peerRequests += 1;
+    peerAlerts += alerts;
+    peerLastAt = Date.now();
+    res.writeHead(204).end();
+  };
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('error', () => res.destroy());
     req.on('end', () => {
+      if (req.url?.startsWith('/peer/')) {
+        answerPeer(req.method, Buffer.concat(chunks), res);
+        return;
+      }
       const match = /^\/(hooks|raw)\/(\d+)$/.exec(req.url ?? '');
       if (!match) {
         res.writeHead(404, { 'content-length': '0' }).end();
@@ -107,7 +150,10 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    // Alertmanager opens thousands of connections at once (a send per alert, no pool limit);
+    // beyond Node's default backlog of 511 their SYNs were dropped and resent a second or more
+    // later, which measured the kernel's retransmit timer rather than the peer.
+    server.listen({ port: 0, host: '127.0.0.1', backlog: LISTEN_BACKLOG }, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   return {
@@ -122,11 +168,23 @@ export async function startBenchReceiver(): Promise<BenchReceiver> {
     get firstBadSignature() {
       return firstBadSignature;
     },
+    get peerRequests() {
+      return peerRequests;
+    },
+    get peerAlerts() {
+      return peerAlerts;
+    },
+    get peerLastAt() {
+      return peerLastAt;
+    },
     reset() {
       received.clear();
       rawCount = 0;
       badSignatures = 0;
       firstBadSignature = undefined;
+      peerRequests = 0;
+      peerAlerts = 0;
+      peerLastAt = 0;
     },
     close() {
       return new Promise<void>((resolve) => {

@@ -22,7 +22,8 @@ describe('npm run bench -- --quick', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-test-'));
     const out = join(dir, 'report.json');
-    const result = await exec('npm', ['run', '--silent', 'bench', '--', '--quick', '--out', out], {
+    const args = ['run', '--silent', 'bench', '--', '--quick', '--peer', 'alertmanager'];
+    const result = await exec('npm', [...args, '--out', out], {
       timeout: 400_000,
       maxBuffer: 10 * 1024 * 1024,
     });
@@ -140,5 +141,83 @@ describe('npm run bench -- --quick', () => {
     );
     expect(room.spentMsPerDelivery).toBeGreaterThan(0);
     expect(stdout).toContain('CPU a delivery may cost beyond its send (ms)');
+  });
+
+  it("computes the efficiency and the costs per notification from the run's own figures", () => {
+    const storm = report.scenarios[0]!;
+    const room = report.rateRoom!;
+    const c = storm.cpuSeconds;
+    const cpu = c.workers.reduce((a, b) => a + b, 0) + c.runner + c.postgres + c.redis;
+    expect(storm.efficiency).toBeGreaterThan(0);
+    expect(storm.efficiency).toBeCloseTo(room.bareSendCpuSeconds / cpu, 9);
+    expect(room.bareSendCpuSeconds).toBeGreaterThan(0);
+
+    const n = storm.channels.webhook.sent + storm.channels.email.sent;
+    const each = storm.perNotification!;
+    const written = (table: string) => {
+      const t = storm.rowsWritten.byTable[table]!;
+      return t.ins + t.upd + t.del;
+    };
+    expect(each.rows).toBeCloseTo(storm.rowsWritten.total / n, 9);
+    expect(each.ledgerRows).toBeCloseTo((written('deliveries') + written('messages')) / n, 9);
+    // Every notification is a ledger row, and its message was written and marked sent.
+    expect(storm.rowsWritten.byTable.deliveries!.ins).toBe(n);
+    expect(each.ledgerRows).toBeGreaterThan(1);
+    expect(each.rows).toBeGreaterThan(each.ledgerRows);
+    expect(each.walBytes).toBeCloseTo(storm.walBytes / n, 9);
+    expect(storm.walBytes).toBeGreaterThan(0);
+    expect(each.redisCommands).toBeCloseTo(storm.redisCommands.total / n, 9);
+    expect(each.pgRedisCpuMs).toBeCloseTo(((c.postgres + c.redis) / n) * 1000, 9);
+    expect(each.pgRedisCpuMs).toBeGreaterThan(0);
+    // The quiet cycle notifies nobody: nothing to divide by.
+    expect(report.scenarios[2]!.perNotification).toBeNull();
+  });
+
+  it("judges issue 21's targets on those figures", () => {
+    const storm = report.scenarios[0]!;
+    const byName = new Map(report.targets.map((t) => [t.name, t]));
+    const efficiency = byName.get('storm efficiency: bare sends / all CPU')!;
+    expect(efficiency.measured).toBeCloseTo(storm.efficiency! * 100, 9);
+    expect(efficiency.met).toBe(storm.efficiency! >= 0.5);
+    const rows = byName.get('storm row versions per notification (every table)')!;
+    expect(rows.measured).toBe(storm.perNotification!.rows);
+    expect(rows.met).toBe(rows.measured <= 2);
+    const db = byName.get('storm Postgres + Redis CPU per notification')!;
+    expect(db.measured).toBe(storm.perNotification!.pgRedisCpuMs);
+    expect(db.met).toBe(db.measured <= 0.08);
+    expect(byName.get('storm delivered exactly once')!.met).toBe(true);
+    for (const t of report.targets) expect(stdout).toContain(t.name);
+  });
+
+  it('measures Alertmanager beside it on the same receiver, or prints why it could not', () => {
+    const peer = report.peer!;
+    expect(peer.name).toBe('alertmanager');
+    if ('skipped' in peer) {
+      expect(peer.skipped).toMatch(/alertmanager/i);
+      expect(stdout).toContain(peer.skipped);
+      return;
+    }
+    // Grouping off: one webhook per alert, as many as the storm's webhook notifications.
+    const storm = report.scenarios[0]!;
+    expect(peer.complete).toBe(true);
+    expect(peer.notifications).toBe(storm.channels.webhook.sent);
+    expect(peer.alertsReceived).toBe(peer.notifications);
+    expect(peer.webhooks).toBe(peer.notifications);
+    expect(peer.cpuSeconds.alertmanager).toBeGreaterThan(0);
+    expect(peer.cpuMsPerNotification).toBeCloseTo(
+      ((peer.cpuSeconds.alertmanager + peer.cpuSeconds.feeder) / peer.notifications) * 1000,
+      9,
+    );
+    expect(peer.config).toContain("'...'");
+    // The target compares all of the storm's CPU per notification with the peer's.
+    const c = storm.cpuSeconds;
+    const ours =
+      ((c.workers.reduce((a, b) => a + b, 0) + c.runner + c.postgres + c.redis) /
+        (storm.channels.webhook.sent + storm.channels.email.sent)) *
+      1000;
+    const versus = report.targets.find((t) => t.name.includes('Alertmanager'))!;
+    expect(versus.measured).toBeCloseTo(ours / peer.cpuMsPerNotification, 9);
+    expect(versus.met).toBe(versus.measured < 1);
+    expect(stdout).toContain('Alertmanager');
   });
 });
