@@ -293,31 +293,20 @@ export function carriedNotifications(messageIds: readonly string[]): SQL {
  * adding to it. A robot's is claimed too: its attempt count tells a post never tried from one
  * that may have reached the group, which decides whether a waiting post may join another.
  */
-// "status = 'pending'" spelled so that it does not imply the due index's predicate, for the
-// reason given in the claim below.
+// "status = 'pending'" spelled as the claim below spells its statuses, so that it does not
+// imply the due index's predicate (BENCHMARKS.md item 4).
 const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND status <> 'sent'
   AND status <> 'dead' AND attempts = 0 AND channel <> 'robot'`;
 
 /**
- * Takes the due messages among `ids` for this attempt; messages sent, dead, not due or held
- * elsewhere are left out. Those whose first attempt `jobId` owns are only read; the others are
- * claimed (`claimed_until`), and an open message that is due stops collecting here (it becomes
- * pending). A message whose first attempt another job owns is never claimed: that job may be
- * sending it right now (the sweeper hands a lost job's messages back first). The notifications
- * are read by a second statement: a check that was adding one to a claimed message holds its
- * row lock, which the claim waits for, and only a statement begun after that wait sees what the
- * check wrote.
+ * The statement of `claim`: reads the messages among `ids` whose first attempt `jobId` owns,
+ * claims the others that are due and free, and returns both with their subscribers. Exported for
+ * the test that holds its generic plan to primary-key lookups (test/db/claim-plan.int.test.ts).
  */
-async function claim(
-  ctx: PipelineContext,
-  ids: readonly string[],
-  jobId: string | undefined,
-): Promise<Outgoing[]> {
+export function takeMessages(ids: readonly string[], jobId: string | undefined): SQL {
   const ownedByJob =
     jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
-  const claimed = await queryPrepared<ClaimedMessage>(
-    ctx.db,
-    sql`WITH owned AS (
+  return sql`WITH owned AS (
           SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id FROM messages
           WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
             AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
@@ -342,8 +331,25 @@ async function claim(
                s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
                s.robot_secret, s.lang, s.active, s.disabled_reason,
                s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to
-        FROM taken c JOIN subscribers s ON s.id = c.subscriber_id`,
-  );
+        FROM taken c JOIN subscribers s ON s.id = c.subscriber_id`;
+}
+
+/**
+ * Takes the due messages among `ids` for this attempt; messages sent, dead, not due or held
+ * elsewhere are left out. Those whose first attempt `jobId` owns are only read; the others are
+ * claimed (`claimed_until`), and an open message that is due stops collecting here (it becomes
+ * pending). A message whose first attempt another job owns is never claimed: that job may be
+ * sending it right now (the sweeper hands a lost job's messages back first). The notifications
+ * are read by a second statement: a check that was adding one to a claimed message holds its
+ * row lock, which the claim waits for, and only a statement begun after that wait sees what the
+ * check wrote.
+ */
+async function claim(
+  ctx: PipelineContext,
+  ids: readonly string[],
+  jobId: string | undefined,
+): Promise<Outgoing[]> {
+  const claimed = await queryPrepared<ClaimedMessage>(ctx.db, takeMessages(ids, jobId));
   if (claimed.length === 0) return [];
   // A job's messages mostly carry notifications of one event: its record (a kilobyte or two of
   // JSON) is sent and parsed once, on the first of them, and given to the others here.
