@@ -448,10 +448,10 @@ function fit<T>(
   build: (plan: Plan) => T,
   size: (body: T) => number,
   limit: number,
-): T {
+): { body: T; shown: number } {
   const fits = (plan: Plan) => size(build(plan)) <= limit;
   const whole = build({ shown: facts.length, textMax: Infinity });
-  if (size(whole) <= limit) return whole;
+  if (size(whole) <= limit) return { body: whole, shown: facts.length };
 
   // The most chains that fit with short texts (at least one, whatever happens).
   let lo = 1;
@@ -471,7 +471,7 @@ function fit<T>(
     if (fits({ shown, textMax: mid })) a = mid;
     else b = mid - 1;
   }
-  return build({ shown, textMax: a });
+  return { body: build({ shown, textMax: a }), shown };
 }
 
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
@@ -515,7 +515,10 @@ function shownText(f: ChainFacts, textMax: number, lang: Lang): { text: string; 
   };
 }
 
-export function renderWecom(notifications: readonly Notification[], messageId: string): WecomBody {
+function wecomPost(
+  notifications: readonly Notification[],
+  messageId: string,
+): RobotPost<WecomBody> {
   const lang = languageOf(notifications);
   const chains = robotChains(notifications);
   const facts = chains.map((c) => chainFacts(c, lang));
@@ -542,7 +545,10 @@ export function renderWecom(notifications: readonly Notification[], messageId: s
     parts.push(footer.map((l) => `<font color="comment">${l}</font>`).join('\n'));
     return { msgtype: 'markdown', markdown: { content: parts.join('\n\n') } };
   };
-  return fit(facts, build, (b) => utf8(b.markdown.content), ROBOT_LIMITS.wecomContentBytes);
+  return {
+    ...fit(facts, build, (b) => utf8(b.markdown.content), ROBOT_LIMITS.wecomContentBytes),
+    chains,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -557,10 +563,10 @@ function dingtalkParagraphs(text: string): string {
     .join('\n\n');
 }
 
-export function renderDingtalk(
+function dingtalkPost(
   notifications: readonly Notification[],
   messageId: string,
-): DingtalkBody {
+): RobotPost<DingtalkBody> {
   const lang = languageOf(notifications);
   const chains = robotChains(notifications);
   const facts = chains.map((c) => chainFacts(c, lang));
@@ -588,7 +594,10 @@ export function renderDingtalk(
       msgUuid: messageId,
     };
   };
-  return fit(facts, build, (b) => utf8(b.markdown.text), ROBOT_LIMITS.dingtalkTextBytes);
+  return {
+    ...fit(facts, build, (b) => utf8(b.markdown.text), ROBOT_LIMITS.dingtalkTextBytes),
+    chains,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,10 +621,10 @@ function feishuEscape(text: string): string {
   return text.replace(/[*~<>[\]_`#]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-export function renderFeishu(
+function feishuPost(
   notifications: readonly Notification[],
   messageId: string,
-): FeishuBody {
+): RobotPost<FeishuBody> {
   const lang = languageOf(notifications);
   const chains = robotChains(notifications);
   const facts = chains.map((c) => chainFacts(c, lang));
@@ -658,7 +667,10 @@ export function renderFeishu(
       },
     };
   };
-  return fit(facts, build, (b) => utf8(JSON.stringify(b)), ROBOT_LIMITS.feishuBodyBytes);
+  return {
+    ...fit(facts, build, (b) => utf8(JSON.stringify(b)), ROBOT_LIMITS.feishuBodyBytes),
+    chains,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -671,17 +683,62 @@ function languageOf(notifications: readonly Notification[]): Lang {
 }
 
 /** The vendor's body for one message (1..N notifications of one subscriber). */
+/**
+ * One post of a message: its body, and how many of the message's chains (highest level first)
+ * it shows. When they do not all fit the vendor's limit, the body names how many are left out;
+ * the deliver job sends those in a message of their own instead (`splitRobotMessage`).
+ */
+export interface RobotPost<B extends RobotBody = RobotBody> {
+  body: B;
+  shown: number;
+  chains: RobotChain[];
+}
+
+export function planRobotPost(
+  vendor: RobotVendor,
+  notifications: readonly Notification[],
+  messageId: string,
+): RobotPost {
+  switch (vendor) {
+    case 'wecom':
+      return wecomPost(notifications, messageId);
+    case 'dingtalk':
+      return dingtalkPost(notifications, messageId);
+    case 'feishu':
+      return feishuPost(notifications, messageId);
+  }
+}
+
 export function renderRobotBody(
   vendor: RobotVendor,
   notifications: readonly Notification[],
   messageId: string,
 ): RobotBody {
-  switch (vendor) {
-    case 'wecom':
-      return renderWecom(notifications, messageId);
-    case 'dingtalk':
-      return renderDingtalk(notifications, messageId);
-    case 'feishu':
-      return renderFeishu(notifications, messageId);
-  }
+  return planRobotPost(vendor, notifications, messageId).body;
+}
+
+export const renderWecom = (notifications: readonly Notification[], messageId: string) =>
+  wecomPost(notifications, messageId).body;
+export const renderDingtalk = (notifications: readonly Notification[], messageId: string) =>
+  dingtalkPost(notifications, messageId).body;
+export const renderFeishu = (notifications: readonly Notification[], messageId: string) =>
+  feishuPost(notifications, messageId).body;
+
+/**
+ * What of a robot message one post can carry whole: the notifications of the chains that fit
+ * (`now`), and those of the chains that do not (`later`, empty when all fit), which go in a
+ * message of their own rather than being left out. A chain is never split between posts.
+ */
+export function splitRobotMessage(
+  vendor: RobotVendor,
+  notifications: readonly Notification[],
+  messageId: string,
+): { now: Notification[]; later: Notification[] } {
+  const post = planRobotPost(vendor, notifications, messageId);
+  if (post.shown >= post.chains.length) return { now: [...notifications], later: [] };
+  const later = new Set(post.chains.slice(post.shown).flatMap((c) => c.steps));
+  return {
+    now: notifications.filter((n) => !later.has(n)),
+    later: notifications.filter((n) => later.has(n)),
+  };
 }

@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import { randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { EmailError, MAIL_POOL_CONNECTIONS } from '../channels/email.js';
@@ -11,7 +12,7 @@ import { queryPrepared, queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { Message } from '../domain/message-render.js';
 import type { Notification } from '../domain/render.js';
-import type { RobotVendor } from '../domain/robot-render.js';
+import { splitRobotMessage, type RobotVendor } from '../domain/robot-render.js';
 import { JOIN_MARGIN_MS, type Hold } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
@@ -581,6 +582,7 @@ async function attempt(
       message: 'the message carries no notification any more',
     });
   }
+  if (message.channel === 'robot') await splitOversized(ctx, log, message);
   const send = async (): Promise<Failure | RobotWait | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
     const content = contentOf(message);
@@ -626,6 +628,46 @@ async function attempt(
     'message delivered',
   );
   return 'sent';
+}
+
+/**
+ * A robot message larger than one post (the vendor's size limit): the chains that fit go now,
+ * and the others move to a message of their own, due at once (the robot's rate limit spaces the
+ * posts), instead of a line saying they were left out (invariant 9: nothing held is dropped).
+ * The move is one transaction; a crash after it leaves the new message to the sweeper, and one
+ * before the post sends the smaller message again under its id.
+ */
+async function splitOversized(ctx: PipelineContext, log: Logger, message: Outgoing): Promise<void> {
+  const { later } = splitRobotMessage(
+    message.robot_kind!,
+    contentOf(message).notifications,
+    message.id,
+  );
+  if (later.length === 0) return;
+  const ids = new Set(later.map((n) => n.deliveryId));
+  const followUp = randomUUID();
+  const moved = await ctx.db.transaction(async (tx) => {
+    // A quiet message's rest keeps its "while you were away" heading.
+    await tx.execute(sql`
+      INSERT INTO messages (id, subscriber_id, channel, status, hold, next_attempt_at)
+      VALUES (${followUp}, ${message.subscriber_id}, ${message.channel}, 'pending',
+              ${message.hold === 'quiet' ? 'quiet' : null}, now())`);
+    const rows = await queryRows<{ id: string }>(
+      tx,
+      sql`UPDATE deliveries SET message_id = ${followUp}
+          WHERE message_id = ${message.id} AND id = ANY(${sql.param([...ids])}::uuid[])
+          RETURNING id`,
+    );
+    if (rows.length === 0) await tx.execute(sql`DELETE FROM messages WHERE id = ${followUp}`);
+    return new Set(rows.map((r) => r.id));
+  });
+  message.notifications = message.notifications.filter((n) => !moved.has(n.id));
+  if (moved.size === 0) return;
+  await enqueueMessage(ctx.queues, { id: followUp, channel: message.channel }, 0);
+  log.info(
+    { messageId: message.id, followUp, moved: moved.size, kept: message.notifications.length },
+    'robot message split: the rest follows in a message of its own',
+  );
 }
 
 /** A waiting robot message joins one due at most this much later than its own wait. */

@@ -6,7 +6,9 @@ import {
   ROBOT_VENDORS,
   renderDingtalk,
   renderFeishu,
+  planRobotPost,
   renderRobotBody,
+  splitRobotMessage,
   renderWecom,
   robotChains,
   type FeishuBody,
@@ -295,6 +297,10 @@ describe('robot bodies: shortening', () => {
         for (let k = 1; k < shown.length; k += 1) {
           expect(rank(shown[k - 1]!)).toBeGreaterThanOrEqual(rank(shown[k]!));
         }
+        // The deliver job sends those left out in a message of their own.
+        const { now, later } = splitRobotMessage(vendor, ns, MESSAGE_ID);
+        expect(now).toHaveLength(shown.length);
+        expect(later).toHaveLength(50 - shown.length);
         if (shown.length < 50) {
           const left = 50 - shown.length;
           expect(text).toContain(
@@ -464,6 +470,32 @@ describe('robot bodies: properties', () => {
       { numRuns: 100 },
     );
   }, 120_000);
+
+  it('splits a message into what one post carries whole and the rest, whole chains each', () => {
+    fc.assert(
+      fc.property(messageArb, fc.constantFrom(...ROBOT_VENDORS), (ns, vendor) => {
+        const { now, later } = splitRobotMessage(vendor, ns, MESSAGE_ID);
+        // Nothing lost, nothing twice, something sent now.
+        expect(now.length).toBeGreaterThan(0);
+        expect([...now, ...later].sort(byDelivery)).toEqual([...ns].sort(byDelivery));
+        // What goes now fits whole: every chain shown, no "not listed" line.
+        const post = planRobotPost(vendor, now, MESSAGE_ID);
+        expect(post.shown).toBe(post.chains.length);
+        expect(measured(vendor, post.body)).toBeLessThanOrEqual(LIMIT[vendor]);
+        expect(markdownOf(post.body)).not.toMatch(/未列出|not listed/);
+        // No chain is cut between the two.
+        const chainOf = (n: Notification) =>
+          planRobotPost(vendor, ns, MESSAGE_ID).chains.findIndex((c) => c.steps.includes(n));
+        const nowChains = new Set(now.map(chainOf));
+        for (const n of later) expect(nowChains.has(chainOf(n))).toBe(false);
+        if (later.length === 0) {
+          const whole = planRobotPost(vendor, ns, MESSAGE_ID);
+          expect(whole.shown).toBe(whole.chains.length);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  }, 120_000);
 });
 
 describe('robot chains: bad links', () => {
@@ -485,3 +517,7 @@ describe('robot chains: bad links', () => {
     expect(order([a, b])).toHaveLength(1);
   });
 });
+
+function byDelivery(a: Notification, b: Notification): number {
+  return a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0;
+}
