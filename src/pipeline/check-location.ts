@@ -8,6 +8,7 @@ import {
   type DetectSettings,
   type DetectedEvent,
   type FetchOutcome,
+  type TrackedWarning,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
@@ -128,7 +129,7 @@ async function applyQuietCheck(
     now: Date;
     settings: DetectSettings;
   },
-): Promise<CheckOutcome | null> {
+): Promise<{ outcome: CheckOutcome } | { read: PlaceRead | null }> {
   const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
   const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
   const [place] = await queryPrepared<{
@@ -146,14 +147,15 @@ async function applyQuietCheck(
            FROM warnings w WHERE w.place_id = p.id AND w.last_seen > ${windowStart}) AS tracked
         FROM places p WHERE p.id = ${placeId}`,
   );
-  if (!place) return null;
+  if (!place) return { read: null };
   const result = emptyOutcome(fetch.ok);
-  if (place.last_cycle_id === cycleId) return { ...result, applied: false };
+  if (place.last_cycle_id === cycleId) return { outcome: { ...result, applied: false } };
+  const tracked = (place.tracked ?? []).map(toTracked);
+  const read = { version: place.version, tracked };
   let seen: string[] = [];
   if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
-    const tracked = (place.tracked ?? []).map(toTracked);
     const detected = detectChanges({ tracked, fetch, now, settings });
-    if (detected.events.length > 0 || detected.changes.length > 0) return null;
+    if (detected.events.length > 0 || detected.changes.length > 0) return { read };
     seen = detected.seen;
   }
   // Bookkeeping only, so no wait for the WAL flush (as in the locked path below).
@@ -172,7 +174,13 @@ async function applyQuietCheck(
             AND warning_id = ANY(${sql.param(seen)}::text[]))
         SELECT count(*)::int AS n FROM place`,
   );
-  return written?.n === 1 ? result : null;
+  return written?.n === 1 ? { outcome: result } : { read: null };
+}
+
+/** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
+interface PlaceRead {
+  version: string;
+  tracked: TrackedWarning[];
 }
 
 /**
@@ -218,48 +226,57 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     settings,
   });
   const outcome =
-    quiet ??
-    (await ctx.db.transaction(async (tx) => {
-      // Serializes checks of one place across processes and cycles.
-      const [place] = await queryRows<{
-        last_cycle_id: string | null;
-        last_fetched_at: Date | null;
-      }>(
-        tx,
-        sql`SELECT last_cycle_id, last_fetched_at FROM places WHERE id = ${placeId} FOR UPDATE`,
-      );
-      const result = emptyOutcome(fetch.ok);
-      if (place?.last_cycle_id === cycleId) return { ...result, applied: false };
-      if (fetch.ok && !isStale(place?.last_fetched_at, fetchStartedAt)) {
-        const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
-        const tracked = await readTracked(tx, placeId, windowStart);
-        const detected = detectChanges({ tracked, fetch, now, settings });
-        await markSeen(tx, placeId, detected.seen, now);
-        await writeWarnings(tx, placeId, detected.changes);
-        created = await writeEventsAndDeliveries(tx, {
-          cycleId,
-          placeId,
-          detected: detected.events,
-          now,
-        });
-        result.deliveries = created.count;
-        for (const e of detected.events) result.events[e.type] += 1;
-      }
+    'outcome' in quiet
+      ? quiet.outcome
+      : await ctx.db.transaction(async (tx) => {
+          // Serializes checks of one place across processes and cycles.
+          const [place] = await queryRows<{
+            version: string;
+            last_cycle_id: string | null;
+            last_fetched_at: Date | null;
+          }>(
+            tx,
+            sql`SELECT xmin::text AS version, last_cycle_id, last_fetched_at FROM places
+            WHERE id = ${placeId} FOR UPDATE`,
+          );
+          const result = emptyOutcome(fetch.ok);
+          if (place?.last_cycle_id === cycleId) return { ...result, applied: false };
+          if (fetch.ok && !isStale(place?.last_fetched_at, fetchStartedAt)) {
+            const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
+            // Every check that writes a place's warnings updates its row in the same transaction,
+            // so the same row version means the same tracked warnings as the unlocked read saw:
+            // a storm's checks save that second read.
+            const tracked =
+              quiet.read && place && quiet.read.version === place.version
+                ? quiet.read.tracked
+                : await readTracked(tx, placeId, windowStart);
+            const detected = detectChanges({ tracked, fetch, now, settings });
+            await markSeen(tx, placeId, detected.seen, now);
+            await writeWarnings(tx, placeId, detected.changes);
+            created = await writeEventsAndDeliveries(tx, {
+              cycleId,
+              placeId,
+              detected: detected.events,
+              now,
+            });
+            result.deliveries = created.count;
+            for (const e of detected.events) result.events[e.type] += 1;
+          }
 
-      await tx.execute(sql`
+          await tx.execute(sql`
       UPDATE places SET last_cycle_id = ${cycleId},
         last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
         last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END
       WHERE id = ${placeId}`);
-      if (Object.values(result.events).every((n) => n === 0)) {
-        // A check that found nothing wrote only bookkeeping (last-seen times, misses): waiting
-        // for its WAL flush was most of a quiet cycle's time. Losing such a commit in a database
-        // crash only makes the next cycle check again. Checks that wrote events keep the durable
-        // commit, so no deliver job is enqueued for a row that is not on disk.
-        await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-      }
-      return result;
-    }));
+          if (Object.values(result.events).every((n) => n === 0)) {
+            // A check that found nothing wrote only bookkeeping (last-seen times, misses): waiting
+            // for its WAL flush was most of a quiet cycle's time. Losing such a commit in a database
+            // crash only makes the next cycle check again. Checks that wrote events keep the durable
+            // commit, so no deliver job is enqueued for a row that is not on disk.
+            await tx.execute(sql`SET LOCAL synchronous_commit = off`);
+          }
+          return result;
+        });
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
   await enqueueFirstAttempts(ctx.queues, created.messages, now);

@@ -45,6 +45,64 @@ describe('quiet checks and cycle counters', () => {
     expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
   }
 
+  it('reads the tracked warnings again under the lock when another check wrote after its unlocked read', async () => {
+    // A warning missed once; this check misses it again, which would end it (two misses). Between
+    // the check's unlocked read and its lock, a check of an earlier answer (fetched before this
+    // one) that still had the warning records it as seen. Reusing the unlocked read would end
+    // the warning on a stale miss count: a false all-clear.
+    const place = '101200601';
+    await h.addPlace(place, '黄石');
+    await h.addWebhookSubscriber('/hs', [place]);
+    h.sim.setWarnings(place, [
+      v7Warning({ locationId: place, seq: 61, typeCode: '1003', level: '黄色' }),
+    ]);
+    expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
+    h.sim.setWarnings(place, []);
+    expect((await runCheck(rt.ctx, { cycleId: await newCycle(), placeId: place })).applied).toBe(
+      true,
+    );
+    const [missed] = await queryRows<{ misses: number; state: string }>(
+      h.database.db,
+      sql`SELECT misses, state FROM warnings WHERE place_id = ${place}`,
+    );
+    expect(missed).toEqual({ misses: 1, state: 'open' });
+
+    const started = new Date();
+    let interleaved = false;
+    const db = new Proxy(rt.ctx.db, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = value as (...a: unknown[]) => unknown;
+        if (name !== 'transaction') return method.bind(target);
+        return async (...args: unknown[]) => {
+          if (!interleaved) {
+            interleaved = true;
+            // The earlier answer's check: seen again, its fetch older than this check's.
+            await h.database.db.execute(
+              sql`UPDATE warnings SET misses = 0, last_seen = now() WHERE place_id = ${place}`,
+            );
+            await h.database.db.execute(sql`
+              UPDATE places SET last_fetched_at = ${new Date(started.getTime() - 1000)}
+              WHERE id = ${place}`);
+          }
+          return method.apply(target, args);
+        };
+      },
+    });
+    const outcome = await runCheck(
+      { ...rt.ctx, db },
+      { cycleId: await newCycle(), placeId: place },
+    );
+    expect(interleaved).toBe(true);
+    expect(outcome.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    const [after] = await queryRows<{ misses: number; state: string }>(
+      h.database.db,
+      sql`SELECT misses, state FROM warnings WHERE place_id = ${place}`,
+    );
+    expect(after).toEqual({ misses: 1, state: 'open' });
+  });
+
   it('writes only last-seen times and the place row, one statement after one read', async () => {
     const place = '101200101';
     await warnedOnce(place, '武汉', '/wh', 1);
