@@ -244,38 +244,36 @@ async function insertIntoCycleMessages(
         RETURNING id, first_job_id`,
   );
   const heldJobOf = new Map(created.map((r) => [r.id, r.first_job_id]));
-  const open = new Set(
-    (
-      await queryRows<{ id: string }>(
-        tx,
-        sql`SELECT id FROM messages
-            WHERE id = ANY(${sql.param([...wanted.keys()])}::uuid[]) AND status = 'open'
-            ORDER BY id
-            FOR SHARE`,
-      )
-    ).map((r) => r.id),
+  // A statement of its own, begun after the insert above: its snapshot sees a message another
+  // check made and committed meanwhile, which the insert skipped. The notifications join the
+  // messages still open in the same statement.
+  const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
+  const [joined] = await queryRows<{ open: string[] | null; n: number }>(
+    tx,
+    sql`WITH open AS (
+          SELECT id FROM messages
+          WHERE id = ANY(${sql.param([...wanted.keys()])}::uuid[]) AND status = 'open'
+          ORDER BY id
+          FOR SHARE),
+        n AS (
+          INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+            event_type, channel, message_id)
+          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
+            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
+            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
+            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
+            ${column((r) => messageOf.get(r)!)}::uuid[])
+            AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, channel,
+                 message_id)
+          WHERE v.message_id IN (SELECT id FROM open)
+          ON CONFLICT DO NOTHING
+          RETURNING 1)
+        SELECT (SELECT array_agg(id::text) FROM open) AS open, (SELECT count(*)::int FROM n) AS n`,
   );
+  const open = new Set(joined?.open ?? []);
   const joining = rows.filter((r) => open.has(messageOf.get(r)!));
   const late = rows.filter((r) => !open.has(messageOf.get(r)!));
-  let count = 0;
-  if (joining.length > 0) {
-    const column = <T>(pick: (r: NewNotification) => T) => sql.param(joining.map(pick));
-    const inserted = await queryRows<{ n: number }>(
-      tx,
-      sql`WITH n AS (
-            INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-              event_type, channel, message_id)
-            SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
-              ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-              ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-              ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
-              ${column((r) => messageOf.get(r)!)}::uuid[])
-            ON CONFLICT DO NOTHING
-            RETURNING 1)
-          SELECT count(*)::int AS n FROM n`,
-    );
-    count = inserted[0]?.n ?? 0;
-  }
+  const count = joined?.n ?? 0;
   let made = created.map((r) => r.id);
   if (made.length > 0 && count < joining.length) {
     // Every notification it was made for existed already: no message is left without one.
