@@ -134,7 +134,16 @@ interface CarriedNotification {
 /** A message ready to send: what it carries, rendered by the channel. */
 interface Outgoing extends ClaimedMessage {
   notifications: CarriedNotification[];
+  /** Its first attempt belongs to this job (read, not claimed): see `FIRST_ATTEMPT_OWNED`. */
+  owned: boolean;
 }
+
+/**
+ * Whether the BullMQ run executing a deliver job still holds the job's lock. BullMQ runs a job
+ * again when its lock lapses (a process stalled past it): that run owns the job's first attempts
+ * too, and only one may send them.
+ */
+export type JobLease = () => Promise<boolean>;
 
 const ATTRIBUTION = {
   zh: '天气数据来源：和风天气 QWeather',
@@ -452,10 +461,7 @@ async function claim(
     list.push({ ...row, ...event });
     byMessage.set(row.message_id, list);
   }
-  return [...claimed.values()].map(({ owned: _owned, ...m }) => ({
-    ...m,
-    notifications: byMessage.get(m.id) ?? [],
-  }));
+  return [...claimed.values()].map((m) => ({ ...m, notifications: byMessage.get(m.id) ?? [] }));
 }
 
 export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): Notification {
@@ -579,9 +585,17 @@ export async function runDeliver(
   ctx: PipelineContext,
   payload: DeliverPayload,
   jobId?: string,
+  lease?: JobLease,
 ): Promise<DeliverResult> {
   const log = ctx.logger.child({ job: DELIVER_JOB, ...(jobId ? { jobId } : {}) });
-  const messages = await claim(ctx, payload.messageIds, jobId);
+  let messages = await claim(ctx, payload.messageIds, jobId);
+  if (lease && messages.some((m) => m.owned) && !(await leaseHeld(lease, log))) {
+    // Another run of this job owns these first attempts now and sends them; a claimed message
+    // is this run's by its claim, whatever became of the job's lock.
+    const kept = messages.filter((m) => !m.owned);
+    log.warn({ left: messages.length - kept.length }, 'job lock lost, first attempts left');
+    messages = kept;
+  }
   const claimedAt = ctx.now().getTime();
   const result: DeliverResult = {
     sent: byChannel(),
@@ -613,6 +627,20 @@ export async function runDeliver(
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
   return result;
+}
+
+/**
+ * A lease that cannot be confirmed (Redis unreachable) counts as lost: the first attempts wait
+ * for the job's next run, or for the sweeper once the job is gone, rather than risk a second
+ * sender.
+ */
+async function leaseHeld(lease: JobLease, log: Logger): Promise<boolean> {
+  try {
+    return await lease();
+  } catch (err) {
+    log.warn({ err }, 'job lock not confirmed');
+    return false;
+  }
 }
 
 /** Why nothing goes to a subscriber: unsubscribed, disabled (410 Gone, …) or paused by an admin. */

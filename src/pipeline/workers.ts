@@ -12,10 +12,22 @@ import { runSweep, sweepPayload } from './sweep.js';
 
 interface JobDefinition<S extends z.ZodType> {
   readonly payload: S;
-  readonly run: (ctx: PipelineContext, payload: z.infer<S>, job: Job) => Promise<unknown>;
+  /** `token` is the BullMQ run's hold on the job's lock. */
+  readonly run: (
+    ctx: PipelineContext,
+    payload: z.infer<S>,
+    job: Job,
+    token: string | undefined,
+  ) => Promise<unknown>;
 }
 
 const define = <S extends z.ZodType>(d: JobDefinition<S>) => d as JobDefinition<z.ZodType>;
+
+/**
+ * How long a job's lock lasts without renewal (BullMQ's default, stated so that the deliver
+ * job's own renewal matches it): a stalled process's job runs again after about this long.
+ */
+export const JOB_LOCK_MS = 30_000;
 
 /**
  * Both channels' deliver queues run the same job; a batch holds rows of one channel. Its id says
@@ -23,7 +35,11 @@ const define = <S extends z.ZodType>(d: JobDefinition<S>) => d as JobDefinition<
  */
 const deliver = define({
   payload: deliverPayload,
-  run: (ctx, p, job) => runDeliver(ctx, p, job.id),
+  run: (ctx, p, job, token) =>
+    runDeliver(ctx, p, job.id, async () => {
+      // Renews the lock as BullMQ's own timer does; 0 when another run holds it, or none does.
+      return token !== undefined && (await job.extendLock(token, JOB_LOCK_MS)) === 1;
+    }),
 });
 
 /** One queue, one job kind, one processor (STYLE §2). */
@@ -89,13 +105,13 @@ export function startWorkers(
     const definition = jobDefinition(name);
     const worker = new Worker(
       name,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const parsed = definition.payload.safeParse(job.data);
         if (!parsed.success) {
           // A payload that does not parse never will: retrying it only hides the bug.
           throw new UnrecoverableError(`invalid ${name} payload: ${parsed.error.message}`);
         }
-        const result = await definition.run(ctx, parsed.data, job);
+        const result = await definition.run(ctx, parsed.data, job, token);
         ctx.metrics?.jobCompleted(name, parsed.data, result);
         return result;
       },
@@ -103,6 +119,7 @@ export function startWorkers(
         connection,
         prefix: ctx.queues.prefix,
         concurrency: concurrency[name],
+        lockDuration: JOB_LOCK_MS,
         // The upstream's budget is per project, so the limit is global across all workers.
         ...(name === 'check'
           ? { limiter: { max: ctx.config.qweather.qpm, duration: 60_000 } }

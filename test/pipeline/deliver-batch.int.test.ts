@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import {
@@ -8,7 +9,8 @@ import {
   SEND_START_DEADLINE_MS,
   runDeliver,
 } from '../../src/pipeline/deliver.js';
-import { deliverJobId } from '../../src/pipeline/queues.js';
+import { deliverJobId, QUEUE_NAMES } from '../../src/pipeline/queues.js';
+import { JOB_LOCK_MS, JOBS } from '../../src/pipeline/workers.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
@@ -300,6 +302,57 @@ describe('deliver jobs carrying many rows', () => {
 
     // Run again (a stalled job's second run), it finds nothing left to send.
     expect((await runDeliver(rt.ctx, { messageIds: ids }, owner)).skipped).toBe(4);
+  });
+
+  it("leaves its first attempts to the job's other run once its own lock has lapsed", async () => {
+    const place = '101280101';
+    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(9, 13);
+    const ids = rows.map((r) => r.message_id);
+    const jobId = `stalled-batch_${place}_webhook0`;
+    await h.database.db.execute(sql`
+      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = ${jobId},
+        next_attempt_at = now()
+      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    const sentBefore = webhookIds('/gz/').length;
+    // Jobs the sweeps above left waiting go first: this job is the one a worker takes next.
+    await rt.ctx.queues.deliverWebhook.drain(true);
+    await rt.ctx.queues.deliverWebhook.add(DELIVER_JOB, { messageIds: ids }, { jobId });
+
+    // A worker takes the job, then its process stalls past the lock: BullMQ hands the job to
+    // another run, under a lock of its own, before the stalled run gets to its sends.
+    const connection = rt.redis.duplicate({ maxRetriesPerRequest: null });
+    const worker = new Worker(QUEUE_NAMES.deliverWebhook, null, {
+      connection,
+      prefix: h.prefix,
+    });
+    try {
+      const job = await worker.getNextJob('stalled-run');
+      if (!job) throw new Error('the batch job was not waiting');
+      expect(job.id).toBe(jobId);
+      await connection.set(
+        `${h.prefix}:${QUEUE_NAMES.deliverWebhook}:${jobId}:lock`,
+        'current-run',
+        'PX',
+        JOB_LOCK_MS,
+      );
+      const deliver = JOBS['deliver-webhook'];
+
+      const stalled = await deliver.run(rt.ctx, job.data, job, 'stalled-run');
+      expect(stalled).toMatchObject({ skipped: 4, sent: { webhook: 0 } });
+      expect(webhookIds('/gz/')).toHaveLength(sentBefore);
+      const left = (await rowsAt(place)).filter((r) => ids.includes(r.message_id));
+      expect(left.every((r) => r.status === 'pending' && r.attempts === 0)).toBe(true);
+      expect(left.every((r) => r.first_job_id === jobId)).toBe(true);
+
+      // The run that holds the lock sends them, each once.
+      const current = await deliver.run(rt.ctx, job.data, job, 'current-run');
+      expect(current).toMatchObject({ skipped: 0, sent: { webhook: 4 } });
+      expect(webhookIds('/gz/')).toHaveLength(sentBefore + 4);
+      expect(webhookIds('/gz/').slice(sentBefore).sort()).toEqual([...ids].sort());
+    } finally {
+      await worker.close();
+      connection.disconnect();
+    }
   });
 
   it('hands a claimed message back, unsent, when its send could not start in time', async () => {
