@@ -11,6 +11,15 @@ export interface StatementRunner {
 const MAX_ROWS_PER_FLUSH = 1000;
 
 /**
+ * How long a mark waits for others before its statement starts. A storm's sends finish a few
+ * per millisecond in each process, and without the wait a statement carried about 16 marks: the
+ * marks were a quarter of the storm's statements, each a round trip that costs both processes
+ * far more CPU than its rows (BENCHMARKS.md). A job waits this much longer for its ledger; a
+ * crash in that time sends those messages again, under the same ids.
+ */
+export const MARK_LINGER_MS = 10;
+
+/**
  * Pauses before a failed mark is written again. The sends it records have happened: a mark lost
  * to a dropped connection or a terminated session would have its rows sent a second time once
  * their claims run out (the fault suite's terminated sessions: 17 duplicates of 771 before).
@@ -19,37 +28,44 @@ const MAX_ROWS_PER_FLUSH = 1000;
 export const MARK_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2000];
 
 /**
- * Marks messages sent, many per statement (a `GroupCommit`). Under load one statement
- * records hundreds of sends; when idle, a mark is written at once. The caller waits for its own
- * row's write, so a job never finishes ahead of its ledger, and the window in which a crash
- * loses an accepted send stays one statement wide.
+ * Marks messages sent, many per statement (a `GroupCommit`): those made within
+ * `MARK_LINGER_MS` of each other, and those made while a statement runs, go together. The
+ * caller waits for its own row's write, so a job never finishes ahead of its ledger, and the
+ * window in which a crash loses an accepted send stays a statement and a linger wide.
  */
 export class SentRecorder {
   readonly #marks: GroupCommit<{ id: string; at: Date }>;
 
-  constructor(db: StatementRunner, retryDelaysMs: readonly number[] = MARK_RETRY_DELAYS_MS) {
-    this.#marks = new GroupCommit(async (marks) => {
-      const ids = sql.param(marks.map((m) => m.id));
-      // The ANY() beside the join lets the planner look the rows up by primary key rather than
-      // join the whole table when its statistics lag behind a storm's inserts.
-      const mark = sql`
+  constructor(
+    db: StatementRunner,
+    retryDelaysMs: readonly number[] = MARK_RETRY_DELAYS_MS,
+    lingerMs = MARK_LINGER_MS,
+  ) {
+    this.#marks = new GroupCommit(
+      async (marks) => {
+        const ids = sql.param(marks.map((m) => m.id));
+        // The ANY() beside the join lets the planner look the rows up by primary key rather than
+        // join the whole table when its statistics lag behind a storm's inserts.
+        const mark = sql`
         UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
           -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
           attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
         FROM unnest(${ids}::uuid[],
                     ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
         WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;
-      for (let attempt = 0; ; attempt += 1) {
-        try {
-          await db.execute(mark);
-          return;
-        } catch (err) {
-          const pause = retryDelaysMs[attempt];
-          if (pause === undefined) throw err;
-          await sleep(pause);
+        for (let attempt = 0; ; attempt += 1) {
+          try {
+            await db.execute(mark);
+            return;
+          } catch (err) {
+            const pause = retryDelaysMs[attempt];
+            if (pause === undefined) throw err;
+            await sleep(pause);
+          }
         }
-      }
-    }, MAX_ROWS_PER_FLUSH);
+      },
+      { maxItems: MAX_ROWS_PER_FLUSH, lingerMs },
+    );
   }
 
   /** Resolves once the row is recorded as sent at `at`; rejects when that write failed for good. */

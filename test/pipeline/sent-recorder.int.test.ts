@@ -74,7 +74,7 @@ describe('SentRecorder', () => {
     const { counter, recorder } = counting();
     const first = recorder.markSent(ids[200]!, new Date());
     // Arrives after the first statement left: it must not be dropped or resolved early.
-    await new Promise((resolve) => setImmediate(resolve));
+    while (counter.statements === 0) await new Promise((resolve) => setTimeout(resolve, 1));
     const rest = ids.slice(201, 260).map((id) => recorder.markSent(id, new Date()));
     await first;
     await Promise.all(rest);
@@ -85,6 +85,29 @@ describe('SentRecorder', () => {
           WHERE id = ANY(${sql.param(ids.slice(200, 260))}::uuid[]) AND status = 'sent'`,
     )) as [{ n: number }];
     expect(n).toBe(60);
+  });
+
+  it('waits a moment for more marks before writing, so sends that end close together share it', async () => {
+    const counter = { statements: 0 };
+    const recorder = new SentRecorder(
+      {
+        execute: (query: SQL) => {
+          counter.statements += 1;
+          return database.db.execute(query);
+        },
+      },
+      [],
+      // Longer than the default, so that a loaded machine's timers still fall inside it.
+      200,
+    );
+    // Sends ending a few milliseconds apart, as a storm's do in each process.
+    const marks: Promise<void>[] = [];
+    for (const id of ids.slice(290, 295)) {
+      marks.push(recorder.markSent(id, new Date()));
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await Promise.all(marks);
+    expect(counter.statements).toBe(1);
   });
 
   it('writes a mark again when its session is terminated mid-write, so no send is repeated', async () => {
