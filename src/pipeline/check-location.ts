@@ -4,8 +4,8 @@ import { queryPrepared, queryRows } from '../db/client.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
+  type DetectResult,
   type DetectSettings,
-  type DetectedEvent,
   type FetchOutcome,
   type TrackedWarning,
 } from '../domain/detect.js';
@@ -28,10 +28,10 @@ import {
   type SubscriptionRow,
 } from './notification-ledger.js';
 import {
-  markSeen,
   readTracked,
   toTracked,
   withoutRaw,
+  warningWritesCte,
   writeWarnings,
   type Tx,
   type WarningRow,
@@ -46,18 +46,23 @@ export const checkPayload = z.object({
 export type CheckPayload = z.infer<typeof checkPayload>;
 
 /**
- * Inserts the events and, for each one new to the store, one delivery row per subscriber whose
- * filters let it through. The unique constraints make a repeated event or delivery a no-op
+ * Writes a detection: the tracked warnings, the events and, for each event new to the store,
+ * one delivery row per subscriber whose filters let it through. The unique constraints make a repeated event or delivery a no-op
  * (DESIGN invariant 2), whatever ran before.
  */
-async function writeEventsAndDeliveries(
+async function writeDetection(
   tx: Tx,
-  input: { cycleId: string; placeId: string; detected: DetectedEvent[]; now: Date },
+  input: { cycleId: string; placeId: string; detection: DetectResult; now: Date },
 ): Promise<InsertedNotifications> {
-  if (input.detected.length === 0) return NOTHING_INSERTED();
-  // The events and, when any is new, the place's subscriptions, in one statement: a storm's
-  // check makes a dozen round trips, each a few hundred microseconds of both processes' CPU.
-  const candidates = input.detected.map((e) => ({
+  const { detection } = input;
+  if (detection.events.length === 0) {
+    await writeWarnings(tx, input.placeId, detection, input.now);
+    return NOTHING_INSERTED();
+  }
+  // The tracked warnings' writes, the events and, when any is new, the place's subscriptions,
+  // in one statement: a storm's check made a dozen round trips, each a few hundred
+  // microseconds of both processes' CPU.
+  const candidates = detection.events.map((e) => ({
     warning_id: e.warningId,
     type: e.type,
     supersedes: e.supersedes,
@@ -69,7 +74,8 @@ async function writeEventsAndDeliveries(
     )
   >(
     tx,
-    sql`WITH inserted AS (
+    sql`WITH ${warningWritesCte(input.placeId, detection, input.now)},
+        inserted AS (
           INSERT INTO events (cycle_id, place_id, warning_id, type, supersedes, record,
             detected_at)
           SELECT ${input.cycleId}::uuid, ${input.placeId}, d.warning_id, d.type, d.supersedes,
@@ -94,7 +100,7 @@ async function writeEventsAndDeliveries(
   const subscriptions = found.filter(
     (row): row is typeof row & SubscriptionRow => row.subscriber_id !== null,
   );
-  const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
+  const byKey = new Map(detection.events.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
   const rows: NewNotification[] = [];
   for (const event of inserted) {
     const detected = byKey.get(`${event.type}\u0000${event.warning_id}`);
@@ -278,14 +284,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
                 ? quiet.read.tracked
                 : await readTracked(tx, placeId, windowStart);
             const detected = detectChanges({ tracked, fetch, now, settings });
-            await markSeen(tx, placeId, detected.seen, now);
-            await writeWarnings(tx, placeId, detected.changes);
-            created = await writeEventsAndDeliveries(tx, {
-              cycleId,
-              placeId,
-              detected: detected.events,
-              now,
-            });
+            created = await writeDetection(tx, { cycleId, placeId, detection: detected, now });
             result.deliveries = created.count;
             for (const e of detected.events) result.events[e.type] += 1;
           }

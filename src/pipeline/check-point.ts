@@ -37,7 +37,7 @@ import {
   type NewNotification,
 } from './notification-ledger.js';
 import { adoptV7Warnings } from './handover.js';
-import { markSeen, readTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
+import { readTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1, or auto once v7 is retired): one watched point, `GET /weatheralert/v1/current/
@@ -353,12 +353,7 @@ export async function runCheckPoint(
         answer.tag === row?.last_tag &&
         !tracked.some((t) => t.state === 'open' && t.misses > 0);
       if (unchangedTag) {
-        await markSeen(
-          tx,
-          point.key,
-          alerts.map((w) => w.id),
-          now,
-        );
+        await writeWarnings(tx, point.key, { seen: alerts.map((w) => w.id), changes: [] }, now);
       } else {
         const detected = detectChanges({
           tracked,
@@ -370,8 +365,7 @@ export async function runCheckPoint(
         // Before any write: a check of another point reporting the same alert waits here, then
         // sees what this one committed (the expiry rule reads other points' states).
         for (const id of alertIds) await lockAlert(tx, id);
-        await markSeen(tx, point.key, detected.seen, now);
-        await writeWarnings(tx, point.key, detected.changes);
+        await writeWarnings(tx, point.key, detected, now);
         const written = await writePointEvents(tx, {
           cycleId,
           point,

@@ -1,7 +1,6 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { queryRows } from '../db/client.js';
-import { warnings } from '../db/schema.js';
 import type { TrackedWarning } from '../domain/detect.js';
 import type { Warning } from '../domain/warning.js';
 
@@ -60,63 +59,67 @@ export async function readTracked(
   return rows.map(toTracked);
 }
 
-/** Warnings present in a successful answer: seen now, no misses. */
-export async function markSeen(
-  tx: Tx,
-  key: string,
-  warningIds: readonly string[],
-  now: Date,
-): Promise<void> {
-  if (warningIds.length === 0) return;
-  await tx.execute(sql`
-    UPDATE warnings SET last_seen = ${now}, misses = 0
-    WHERE place_id = ${key} AND warning_id = ANY(${sql.param(warningIds)}::text[])`);
+/** What a detection decided for a place's or point's tracked warnings (`DetectResult`). */
+export interface WarningWrites {
+  /** Warnings present in the answer: seen now, no misses. */
+  seen: readonly string[];
+  /** Warnings new or changed, each in full. */
+  changes: readonly TrackedWarning[];
 }
 
+/**
+ * The writes of a detection as the common table expressions `seen_warnings` and
+ * `changed_warnings`, for a statement that may do more: a check spends a round trip less than
+ * with statements of their own. A warning both seen and changed is written once, by its change,
+ * which carries the refreshed last-seen time (a row written twice in one statement would be
+ * undefined).
+ */
+export function warningWritesCte(key: string, writes: WarningWrites, now: Date): SQL {
+  const changed = new Set(writes.changes.map((t) => t.id));
+  const seenOnly = writes.seen.filter((id) => !changed.has(id));
+  const rows = writes.changes.map((t) => ({
+    warning_id: t.id,
+    state: t.state,
+    title: t.warning.title,
+    level: t.warning.level,
+    type_code: t.warning.typeCode,
+    type_name: t.warning.typeName,
+    status: t.warning.status,
+    start_time: instant(t.warning.startTime),
+    end_time: instant(t.warning.endTime),
+    record: withoutRaw(t.warning),
+    raw: t.warning.raw ?? null,
+    first_seen: t.firstSeen,
+    last_seen: t.lastSeen,
+    misses: t.misses,
+    closed_at: t.closedAt,
+  }));
+  return sql`seen_warnings AS (
+      UPDATE warnings SET last_seen = ${now}, misses = 0
+      WHERE place_id = ${key} AND warning_id = ANY(${sql.param(seenOnly)}::text[])),
+    changed_warnings AS (
+      INSERT INTO warnings (place_id, warning_id, state, title, level, type_code, type_name,
+        status, start_time, end_time, record, raw, first_seen, last_seen, misses, closed_at)
+      SELECT ${key}, w.* FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS w(
+        warning_id text, state text, title text, level text, type_code text, type_name text,
+        status text, start_time timestamptz, end_time timestamptz, record jsonb, raw jsonb,
+        first_seen timestamptz, last_seen timestamptz, misses integer, closed_at timestamptz)
+      ON CONFLICT (place_id, warning_id) DO UPDATE SET
+        state = excluded.state, title = excluded.title, level = excluded.level,
+        type_code = excluded.type_code, type_name = excluded.type_name,
+        status = excluded.status, start_time = excluded.start_time,
+        end_time = excluded.end_time, record = excluded.record, raw = excluded.raw,
+        last_seen = excluded.last_seen, misses = excluded.misses,
+        closed_at = excluded.closed_at)`;
+}
+
+/** A detection's writes (`warningWritesCte`) in a statement of their own. */
 export async function writeWarnings(
   tx: Tx,
-  placeId: string,
-  changes: TrackedWarning[],
+  key: string,
+  writes: WarningWrites,
+  now: Date,
 ): Promise<void> {
-  if (changes.length === 0) return;
-  await tx
-    .insert(warnings)
-    .values(
-      changes.map((t) => ({
-        placeId,
-        warningId: t.id,
-        state: t.state,
-        title: t.warning.title,
-        level: t.warning.level,
-        typeCode: t.warning.typeCode,
-        typeName: t.warning.typeName,
-        status: t.warning.status,
-        startTime: instant(t.warning.startTime),
-        endTime: instant(t.warning.endTime),
-        record: withoutRaw(t.warning),
-        raw: t.warning.raw ?? null,
-        firstSeen: t.firstSeen,
-        lastSeen: t.lastSeen,
-        misses: t.misses,
-        closedAt: t.closedAt,
-      })),
-    )
-    .onConflictDoUpdate({
-      target: [warnings.placeId, warnings.warningId],
-      set: {
-        state: sql`excluded.state`,
-        title: sql`excluded.title`,
-        level: sql`excluded.level`,
-        typeCode: sql`excluded.type_code`,
-        typeName: sql`excluded.type_name`,
-        status: sql`excluded.status`,
-        startTime: sql`excluded.start_time`,
-        endTime: sql`excluded.end_time`,
-        record: sql`excluded.record`,
-        raw: sql`excluded.raw`,
-        lastSeen: sql`excluded.last_seen`,
-        misses: sql`excluded.misses`,
-        closedAt: sql`excluded.closed_at`,
-      },
-    });
+  if (writes.seen.length === 0 && writes.changes.length === 0) return;
+  await tx.execute(sql`WITH ${warningWritesCte(key, writes, now)} SELECT 1`);
 }
