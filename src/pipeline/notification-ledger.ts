@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
@@ -203,6 +203,85 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+interface CycleJoin {
+  /** The messages the notifications joined: open ones, share-locked, and the ones it made. */
+  open: Set<string>;
+  /** The messages it made, with their delayed jobs. */
+  created: Map<string, string>;
+  /** Notifications added, and of those, how many to messages it made. */
+  count: number;
+  countMade: number;
+}
+
+/**
+ * Adds `rows` to their cycle messages: those open (share-locked in the statement) and those it
+ * makes, the ones missing from its snapshot.
+ */
+async function joinCycleMessages(
+  tx: Tx,
+  rows: readonly NewNotification[],
+  messageOf: ReadonlyMap<NewNotification, string>,
+  make: { wanted: Map<string, NewNotification>; heldJob: SQL; dueAt: Date; now: Date },
+): Promise<CycleJoin> {
+  const ids = [...make.wanted.keys()];
+  const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
+  const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
+    sql.param(ids.map((id) => pick(id, make.wanted.get(id)!)));
+  const [joined] = await queryRows<{
+    open: string[] | null;
+    made: { id: string; first_job_id: string }[] | null;
+    n: number;
+    n_made: number;
+  }>(
+    tx,
+    // Each new message's delayed job bounds its wait (one per channel and batch of this check's
+    // new messages); the cycle's release removes it when it sends them sooner.
+    sql`WITH made AS (
+          INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
+            next_attempt_at, first_job_id, created_at, updated_at)
+          SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
+            ${make.dueAt}::timestamptz, ${make.heldJob}, ${make.now}::timestamptz,
+            ${make.now}::timestamptz
+          FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
+            ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
+            AS v(id, subscriber_id, channel, cycle_id)
+          ORDER BY v.id
+          ON CONFLICT (id) DO NOTHING
+          RETURNING id, first_job_id),
+        open AS (
+          SELECT id FROM messages
+          WHERE id = ANY(${sql.param(ids)}::uuid[]) AND status = 'open'
+          ORDER BY id
+          FOR SHARE),
+        n AS (
+          INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+            event_type, channel, message_id)
+          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
+            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
+            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
+            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
+            ${column((r) => messageOf.get(r)!)}::uuid[])
+            AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, channel,
+                 message_id)
+          WHERE v.message_id IN (SELECT id FROM open UNION ALL SELECT id FROM made)
+          ON CONFLICT DO NOTHING
+          RETURNING message_id)
+        SELECT
+          (SELECT array_agg(id::text) FROM (SELECT id FROM open UNION SELECT id FROM made) o)
+            AS open,
+          (SELECT json_agg(json_build_object('id', id, 'first_job_id', first_job_id)) FROM made)
+            AS made,
+          (SELECT count(*)::int FROM n) AS n,
+          (SELECT count(*)::int FROM n WHERE message_id IN (SELECT id FROM made)) AS n_made`,
+  );
+  return {
+    open: new Set(joined?.open ?? []),
+    created: new Map((joined?.made ?? []).map((m) => [m.id, m.first_job_id])),
+    count: joined?.n ?? 0,
+    countMade: joined?.n_made ?? 0,
+  };
+}
+
 /**
  * Notifications of subscribers who group by cycle and nothing else (the email default): each
  * joins the subscriber's message of the cycle, `cycleMessageId`, made by whichever check comes
@@ -224,58 +303,19 @@ async function insertIntoCycleMessages(
   );
   const wanted = new Map<string, NewNotification>();
   for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
-  const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
-    sql.param([...wanted].map(([id, row]) => pick(id, row)));
-  // Each new message's delayed job bounds its wait (one per channel and batch of this check's
-  // new messages); the cycle's release removes it when it sends them sooner.
-  const created = await queryRows<{ id: string; first_job_id: string }>(
-    tx,
-    sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id, next_attempt_at,
-          first_job_id, created_at, updated_at)
-        SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
-          ${dueAt}::timestamptz,
-          ${firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`)},
-          ${now}::timestamptz, ${now}::timestamptz
-        FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
-          ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
-          AS v(id, subscriber_id, channel, cycle_id)
-        ORDER BY v.id
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id, first_job_id`,
-  );
-  const heldJobOf = new Map(created.map((r) => [r.id, r.first_job_id]));
-  // A statement of its own, begun after the insert above: its snapshot sees a message another
-  // check made and committed meanwhile, which the insert skipped. The notifications join the
-  // messages still open in the same statement.
-  const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
-  const [joined] = await queryRows<{ open: string[] | null; n: number }>(
-    tx,
-    sql`WITH open AS (
-          SELECT id FROM messages
-          WHERE id = ANY(${sql.param([...wanted.keys()])}::uuid[]) AND status = 'open'
-          ORDER BY id
-          FOR SHARE),
-        n AS (
-          INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-            event_type, channel, message_id)
-          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
-            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
-            ${column((r) => messageOf.get(r)!)}::uuid[])
-            AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, channel,
-                 message_id)
-          WHERE v.message_id IN (SELECT id FROM open)
-          ON CONFLICT DO NOTHING
-          RETURNING 1)
-        SELECT (SELECT array_agg(id::text) FROM open) AS open, (SELECT count(*)::int FROM n) AS n`,
-  );
-  const open = new Set(joined?.open ?? []);
-  const joining = rows.filter((r) => open.has(messageOf.get(r)!));
-  const late = rows.filter((r) => !open.has(messageOf.get(r)!));
-  const count = joined?.n ?? 0;
-  let made = created.map((r) => r.id);
-  if (made.length > 0 && count < joining.length) {
+  // One statement makes the messages missing, share-locks those already open, and adds the
+  // notifications to both. Rows it inserts are its own. A message another check made and
+  // committed while this statement waited on its insert is neither made nor seen here: those
+  // notifications are late, and the scheduler places them, into that message while it is open
+  // (test/pipeline/cycle-message-race.int.test.ts).
+  const heldJob = firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`);
+  const joined = await joinCycleMessages(tx, rows, messageOf, { wanted, heldJob, dueAt, now });
+  const late = rows.filter((r) => !joined.open.has(messageOf.get(r)!));
+  const count = joined.count;
+  const heldJobOf = joined.created;
+  let made = [...heldJobOf.keys()];
+  const joiningMade = rows.filter((r) => heldJobOf.has(messageOf.get(r)!)).length;
+  if (made.length > 0 && joined.countMade < joiningMade) {
     // Every notification it was made for existed already: no message is left without one.
     const empty = await queryRows<{ id: string }>(
       tx,
