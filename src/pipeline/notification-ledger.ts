@@ -22,7 +22,8 @@ import type { Tx } from './warning-store.js';
  * id, event type) that a subscriber's filters let through (DESIGN invariant 2), each carried by
  * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
  * an hourly limit gets a message per notification under the notification's own id, written in
- * the same statement; the others go through the scheduler (src/domain/schedule.ts).
+ * the same statement; one who groups by cycle and nothing else joins the cycle's message in that
+ * statement too; the others go through the scheduler (src/domain/schedule.ts).
  */
 
 /** A message a check just created, and the job that will carry its first attempt. */
@@ -57,7 +58,7 @@ export interface SubscriptionRow {
   channel: Channel;
   /** Groups, has quiet hours or an hourly limit: see `SUBSCRIBER_DELIVERY_COLUMNS`. */
   scheduled: boolean;
-  /** Groups by cycle and nothing else (the email default): see `insertIntoCycleMessages`. */
+  /** Groups by cycle and nothing else (the email default): see `cycleMessageCtes`. */
   cycle_only: boolean;
   min_level: string | null;
   types: string[] | null;
@@ -117,15 +118,19 @@ export async function insertNotifications(
 ): Promise<InsertedNotifications> {
   const result: InsertedNotifications = { count: 0, messages: [] };
   const direct = rows.filter((r) => !r.scheduled);
-  for (let i = 0; i < direct.length; i += INSERT_CHUNK) {
-    const part = await insertDirect(tx, direct.slice(i, i + INSERT_CHUNK), input, i);
-    result.count += part.count;
-    result.messages.push(...part.messages);
-  }
-  let scheduled = rows.filter((r) => r.scheduled && !r.cycleOnly);
   const cycleOnly = rows.filter((r) => r.cycleOnly);
-  if (cycleOnly.length > 0) {
-    const part = await insertIntoCycleMessages(tx, cycleOnly, input.now);
+  let scheduled = rows.filter((r) => r.scheduled && !r.cycleOnly);
+  // The cycle messages' notifications go with the first chunk of the others: a storm's check
+  // has both, and one statement fewer.
+  const chunks = Math.max(Math.ceil(direct.length / INSERT_CHUNK), cycleOnly.length > 0 ? 1 : 0);
+  for (let chunk = 0; chunk < chunks; chunk += 1) {
+    const i = chunk * INSERT_CHUNK;
+    const part = await insertUnscheduled(
+      tx,
+      { direct: direct.slice(i, i + INSERT_CHUNK), cycleOnly: i === 0 ? cycleOnly : [] },
+      input,
+      i,
+    );
     result.count += part.count;
     result.messages.push(...part.messages);
     // A cycle message already released and taken by a sender: placed as any other.
@@ -140,21 +145,19 @@ export async function insertNotifications(
 }
 
 /**
- * A message per notification, under the notification's id, both rows in one statement, as one
- * column array per field: a statement of eight parameters, not eight per row, which a storm's
- * checks spent most of their time building and Postgres parsing. Rows of one channel share a
- * first-attempt job, `FIRST_ATTEMPT_BATCH` at a time.
+ * A message per notification, under the notification's id, both rows written by the common
+ * table expressions `direct` and `direct_messages`, as one column array per field: eight
+ * parameters, not eight per row, which a storm's checks spent most of their time building and
+ * Postgres parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a
+ * time.
  */
-async function insertDirect(
-  tx: Tx,
+function directCtes(
   chunk: readonly NewNotification[],
   input: { key: string; now: Date },
   offset: number,
-): Promise<InsertedNotifications> {
+): SQL {
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
-  const created = await queryRows<{ id: string; channel: Channel; first_job_id: string }>(
-    tx,
-    sql`WITH n AS (
+  return sql`direct AS (
           INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
             warning_id, event_type, channel)
           SELECT v.id, v.id, v.subscriber_id, v.event_id, v.cycle_id, v.place_id, v.warning_id,
@@ -168,26 +171,97 @@ async function insertDirect(
                        channel)) v
           ON CONFLICT DO NOTHING
           RETURNING id, subscriber_id, channel),
-        batched AS (
+        direct_batched AS (
           SELECT n.*,
             ${firstAttemptJob(`${input.key}_${offset}_`, sql`n.channel`, sql`n.id`)} AS first_job_id
-          FROM n)
-        INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at, first_job_id,
-          created_at, updated_at)
-        SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
-          ${input.now}::timestamptz, ${input.now}::timestamptz
-        FROM batched
-        RETURNING id, channel, first_job_id`,
-  );
-  return {
-    count: created.length,
-    messages: created.map((m) => ({
+          FROM direct n),
+        direct_messages AS (
+          INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at,
+            first_job_id, created_at, updated_at)
+          SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
+            ${input.now}::timestamptz, ${input.now}::timestamptz
+          FROM direct_batched
+          RETURNING id, channel, first_job_id)`;
+}
+
+/**
+ * The notifications that need no scheduler: `direct` ones, each with a message of its own, and
+ * those of subscribers who group by cycle and nothing else (`cycleOnly`, see
+ * `cycleMessageCtes`), in one statement. Returns the cycle notifications that found their
+ * message closed or unseen as `late`.
+ */
+async function insertUnscheduled(
+  tx: Tx,
+  parts: { direct: readonly NewNotification[]; cycleOnly: readonly NewNotification[] },
+  input: { key: string; now: Date },
+  offset: number,
+): Promise<InsertedNotifications & { late: NewNotification[] }> {
+  const ctes: SQL[] = [];
+  const results: SQL[] = [];
+  if (parts.direct.length > 0) {
+    ctes.push(directCtes(parts.direct, input, offset));
+    results.push(sql`(SELECT json_agg(json_build_object(
+        'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_messages)
+      AS direct`);
+  } else {
+    results.push(sql`NULL::json AS direct`);
+  }
+  const cycle = parts.cycleOnly.length > 0 ? planCycleMessages(parts.cycleOnly, input.now) : null;
+  if (cycle) {
+    ctes.push(cycleMessageCtes(cycle));
+    results.push(sql`
+      (SELECT array_agg(id::text) FROM (SELECT id FROM open UNION SELECT id FROM made) o) AS open,
+      (SELECT json_agg(json_build_object('id', id, 'first_job_id', first_job_id)) FROM made)
+        AS made,
+      (SELECT count(*)::int FROM joined) AS joined,
+      (SELECT count(*)::int FROM joined WHERE message_id IN (SELECT id FROM made))
+        AS joined_made`);
+  }
+  const [row] = await queryRows<{
+    direct: { id: string; channel: Channel; first_job_id: string }[] | null;
+    open?: string[] | null;
+    made?: { id: string; first_job_id: string }[] | null;
+    joined?: number;
+    joined_made?: number;
+  }>(tx, sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`);
+  const direct = row?.direct ?? [];
+  const result = {
+    count: direct.length,
+    late: [] as NewNotification[],
+    messages: direct.map((m): CreatedMessage => ({
       id: m.id,
       channel: m.channel,
       firstJobId: m.first_job_id,
       dueAt: input.now,
     })),
   };
+  if (!cycle) return result;
+  const open = new Set(row?.open ?? []);
+  const heldJobOf = new Map((row?.made ?? []).map((m) => [m.id, m.first_job_id]));
+  result.count += row?.joined ?? 0;
+  result.late = cycle.rows.filter((r) => !open.has(cycle.messageOf.get(r)!));
+  let made = [...heldJobOf.keys()];
+  const joiningMade = cycle.rows.filter((r) => heldJobOf.has(cycle.messageOf.get(r)!)).length;
+  if (made.length > 0 && (row?.joined_made ?? 0) < joiningMade) {
+    // Every notification it was made for existed already: no message is left without one.
+    const empty = await queryRows<{ id: string }>(
+      tx,
+      sql`DELETE FROM messages m WHERE m.id = ANY(${sql.param(made)}::uuid[])
+            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)
+          RETURNING m.id`,
+    );
+    const gone = new Set(empty.map((r) => r.id));
+    made = made.filter((id) => !gone.has(id));
+  }
+  for (const id of made) {
+    result.messages.push({
+      id,
+      channel: cycle.wanted.get(id)!.channel,
+      firstJobId: heldJobOf.get(id)!,
+      dueAt: cycle.dueAt,
+    });
+  }
+  return result;
 }
 
 /**
@@ -203,45 +277,54 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-interface CycleJoin {
-  /** The messages the notifications joined: open ones, share-locked, and the ones it made. */
-  open: Set<string>;
-  /** The messages it made, with their delayed jobs. */
-  created: Map<string, string>;
-  /** Notifications added, and of those, how many to messages it made. */
-  count: number;
-  countMade: number;
+/** A check's cycle-grouped notifications and the cycle messages they belong in. */
+interface CyclePlan {
+  rows: readonly NewNotification[];
+  messageOf: ReadonlyMap<NewNotification, string>;
+  /** Each message's id and the first notification for it. */
+  wanted: ReadonlyMap<string, NewNotification>;
+  dueAt: Date;
+  now: Date;
+}
+
+function planCycleMessages(rows: readonly NewNotification[], now: Date): CyclePlan {
+  const messageOf = new Map<NewNotification, string>(
+    rows.map((r) => [r, cycleMessageId(r.subscriberId, r.cycleId)]),
+  );
+  const wanted = new Map<string, NewNotification>();
+  for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
+  return { rows, messageOf, wanted, dueAt: new Date(now.getTime() + CYCLE_WAIT_LIMIT_MS), now };
 }
 
 /**
- * Adds `rows` to their cycle messages: those open (share-locked in the statement) and those it
- * makes, the ones missing from its snapshot.
+ * Notifications of subscribers who group by cycle and nothing else (the email default): each
+ * joins the subscriber's message of the cycle, `cycleMessageId`, made by whichever check comes
+ * first. No advisory lock and no exclusive row lock: sixteen checks of a storm all add to the
+ * same national desks' messages, and the scheduler's locks queued them one behind another
+ * (a storm's cycle went from 29 s to 155 s). A share lock on the message is enough: a sender
+ * claiming it waits for every check still adding to it, then reads what they added.
+ *
+ * As common table expressions: `made` makes the messages missing, `open` share-locks those
+ * already open, and `joined` adds the notifications to both. A message no longer open (the
+ * cycle ended and a sender took it) is not joined, nor is one another check made and committed
+ * while this statement waited on its insert (neither made nor seen here): those notifications
+ * are late, and the scheduler places them, into that message while it is open
+ * (test/pipeline/cycle-message-race.int.test.ts).
  */
-async function joinCycleMessages(
-  tx: Tx,
-  rows: readonly NewNotification[],
-  messageOf: ReadonlyMap<NewNotification, string>,
-  make: { wanted: Map<string, NewNotification>; heldJob: SQL; dueAt: Date; now: Date },
-): Promise<CycleJoin> {
-  const ids = [...make.wanted.keys()];
-  const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
+function cycleMessageCtes(plan: CyclePlan): SQL {
+  const ids = [...plan.wanted.keys()];
+  const column = <T>(pick: (r: NewNotification) => T) => sql.param(plan.rows.map(pick));
   const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
-    sql.param(ids.map((id) => pick(id, make.wanted.get(id)!)));
-  const [joined] = await queryRows<{
-    open: string[] | null;
-    made: { id: string; first_job_id: string }[] | null;
-    n: number;
-    n_made: number;
-  }>(
-    tx,
-    // Each new message's delayed job bounds its wait (one per channel and batch of this check's
-    // new messages); the cycle's release removes it when it sends them sooner.
-    sql`WITH made AS (
+    sql.param(ids.map((id) => pick(id, plan.wanted.get(id)!)));
+  // Each new message's delayed job bounds its wait (one per channel and batch of this check's
+  // new messages); the cycle's release removes it when it sends them sooner.
+  const heldJob = firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`);
+  return sql`made AS (
           INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
             next_attempt_at, first_job_id, created_at, updated_at)
           SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
-            ${make.dueAt}::timestamptz, ${make.heldJob}, ${make.now}::timestamptz,
-            ${make.now}::timestamptz
+            ${plan.dueAt}::timestamptz, ${heldJob}, ${plan.now}::timestamptz,
+            ${plan.now}::timestamptz
           FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
             ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
             AS v(id, subscriber_id, channel, cycle_id)
@@ -253,89 +336,19 @@ async function joinCycleMessages(
           WHERE id = ANY(${sql.param(ids)}::uuid[]) AND status = 'open'
           ORDER BY id
           FOR SHARE),
-        n AS (
+        joined AS (
           INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
             event_type, channel, message_id)
           SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
             ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
             ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
             ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
-            ${column((r) => messageOf.get(r)!)}::uuid[])
+            ${column((r) => plan.messageOf.get(r)!)}::uuid[])
             AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, channel,
                  message_id)
           WHERE v.message_id IN (SELECT id FROM open UNION ALL SELECT id FROM made)
           ON CONFLICT DO NOTHING
-          RETURNING message_id)
-        SELECT
-          (SELECT array_agg(id::text) FROM (SELECT id FROM open UNION SELECT id FROM made) o)
-            AS open,
-          (SELECT json_agg(json_build_object('id', id, 'first_job_id', first_job_id)) FROM made)
-            AS made,
-          (SELECT count(*)::int FROM n) AS n,
-          (SELECT count(*)::int FROM n WHERE message_id IN (SELECT id FROM made)) AS n_made`,
-  );
-  return {
-    open: new Set(joined?.open ?? []),
-    created: new Map((joined?.made ?? []).map((m) => [m.id, m.first_job_id])),
-    count: joined?.n ?? 0,
-    countMade: joined?.n_made ?? 0,
-  };
-}
-
-/**
- * Notifications of subscribers who group by cycle and nothing else (the email default): each
- * joins the subscriber's message of the cycle, `cycleMessageId`, made by whichever check comes
- * first. No advisory lock and no exclusive row lock: sixteen checks of a storm all add to the
- * same national desks' messages, and the scheduler's locks queued them one behind another
- * (a storm's cycle went from 29 s to 155 s). A share lock on the message is enough: a sender
- * claiming it waits for every check still adding to it, then reads what they added. A message
- * no longer open (the cycle ended and a sender took it) is not joined: those notifications come
- * back as `late` for the scheduler.
- */
-async function insertIntoCycleMessages(
-  tx: Tx,
-  rows: readonly NewNotification[],
-  now: Date,
-): Promise<InsertedNotifications & { late: NewNotification[] }> {
-  const dueAt = new Date(now.getTime() + CYCLE_WAIT_LIMIT_MS);
-  const messageOf = new Map<NewNotification, string>(
-    rows.map((r) => [r, cycleMessageId(r.subscriberId, r.cycleId)]),
-  );
-  const wanted = new Map<string, NewNotification>();
-  for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
-  // One statement makes the messages missing, share-locks those already open, and adds the
-  // notifications to both. Rows it inserts are its own. A message another check made and
-  // committed while this statement waited on its insert is neither made nor seen here: those
-  // notifications are late, and the scheduler places them, into that message while it is open
-  // (test/pipeline/cycle-message-race.int.test.ts).
-  const heldJob = firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`);
-  const joined = await joinCycleMessages(tx, rows, messageOf, { wanted, heldJob, dueAt, now });
-  const late = rows.filter((r) => !joined.open.has(messageOf.get(r)!));
-  const count = joined.count;
-  const heldJobOf = joined.created;
-  let made = [...heldJobOf.keys()];
-  const joiningMade = rows.filter((r) => heldJobOf.has(messageOf.get(r)!)).length;
-  if (made.length > 0 && joined.countMade < joiningMade) {
-    // Every notification it was made for existed already: no message is left without one.
-    const empty = await queryRows<{ id: string }>(
-      tx,
-      sql`DELETE FROM messages m WHERE m.id = ANY(${sql.param(made)}::uuid[])
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)
-          RETURNING m.id`,
-    );
-    const gone = new Set(empty.map((r) => r.id));
-    made = made.filter((id) => !gone.has(id));
-  }
-  return {
-    count,
-    late,
-    messages: made.map((id) => ({
-      id,
-      channel: wanted.get(id)!.channel,
-      firstJobId: heldJobOf.get(id)!,
-      dueAt,
-    })),
-  };
+          RETURNING message_id)`;
 }
 
 interface SubscriberPrefsRow {
