@@ -184,6 +184,33 @@ function directCtes(
           RETURNING id, channel, first_job_id)`;
 }
 
+interface CreatedRow {
+  id: string;
+  channel: Channel;
+  first_job_id: string;
+}
+
+/** What `cycleMessageCtes` did, as `CYCLE_JOIN_RESULTS` reads it. */
+interface CycleJoinRow {
+  /** The messages the statement saw or made. */
+  present: string[] | null;
+  /** Those the notifications joined: open ones, share-locked, and the ones it made. */
+  open: string[] | null;
+  made: { id: string; first_job_id: string }[] | null;
+  /** Notifications added, and of those, how many to messages it made. */
+  joined: number;
+  joined_made: number;
+}
+
+const CYCLE_JOIN_RESULTS = sql`
+  (SELECT array_agg(id::text) FROM (SELECT id FROM present UNION SELECT id FROM made) p)
+    AS present,
+  (SELECT array_agg(id::text) FROM (SELECT id FROM open UNION SELECT id FROM made) o) AS open,
+  (SELECT json_agg(json_build_object('id', id, 'first_job_id', first_job_id)) FROM made)
+    AS made,
+  (SELECT count(*)::int FROM joined) AS joined,
+  (SELECT count(*)::int FROM joined WHERE message_id IN (SELECT id FROM made)) AS joined_made`;
+
 /**
  * The notifications that need no scheduler: `direct` ones, each with a message of its own, and
  * those of subscribers who group by cycle and nothing else (`cycleOnly`, see
@@ -208,22 +235,13 @@ async function insertUnscheduled(
   }
   const cycle = parts.cycleOnly.length > 0 ? planCycleMessages(parts.cycleOnly, input.now) : null;
   if (cycle) {
-    ctes.push(cycleMessageCtes(cycle));
-    results.push(sql`
-      (SELECT array_agg(id::text) FROM (SELECT id FROM open UNION SELECT id FROM made) o) AS open,
-      (SELECT json_agg(json_build_object('id', id, 'first_job_id', first_job_id)) FROM made)
-        AS made,
-      (SELECT count(*)::int FROM joined) AS joined,
-      (SELECT count(*)::int FROM joined WHERE message_id IN (SELECT id FROM made))
-        AS joined_made`);
+    ctes.push(cycleMessageCtes(cycle, { make: true }));
+    results.push(CYCLE_JOIN_RESULTS);
   }
-  const [row] = await queryRows<{
-    direct: { id: string; channel: Channel; first_job_id: string }[] | null;
-    open?: string[] | null;
-    made?: { id: string; first_job_id: string }[] | null;
-    joined?: number;
-    joined_made?: number;
-  }>(tx, sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`);
+  const [row] = await queryRows<{ direct: CreatedRow[] | null } & Partial<CycleJoinRow>>(
+    tx,
+    sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`,
+  );
   const direct = row?.direct ?? [];
   const result = {
     count: direct.length,
@@ -239,6 +257,25 @@ async function insertUnscheduled(
   const open = new Set(row?.open ?? []);
   const heldJobOf = new Map((row?.made ?? []).map((m) => [m.id, m.first_job_id]));
   result.count += row?.joined ?? 0;
+  // A message another check made and committed while this statement waited on its insert: a
+  // statement begun now sees it, and its notifications join it there. Sent to the scheduler
+  // instead, they took its subscriber locks while this transaction held message locks, and
+  // concurrent checks deadlocked (bench, escalation cycle).
+  const seen = new Set(row?.present ?? []);
+  const unseen = [...cycle.wanted.keys()].filter((id) => !seen.has(id));
+  if (unseen.length > 0) {
+    const unseenIds = new Set(unseen);
+    const again = planCycleMessages(
+      cycle.rows.filter((r) => unseenIds.has(cycle.messageOf.get(r)!)),
+      input.now,
+    );
+    const [second] = await queryRows<CycleJoinRow>(
+      tx,
+      sql`WITH ${cycleMessageCtes(again, { make: false })} SELECT ${CYCLE_JOIN_RESULTS}`,
+    );
+    for (const id of second?.open ?? []) open.add(id);
+    result.count += second?.joined ?? 0;
+  }
   result.late = cycle.rows.filter((r) => !open.has(cycle.messageOf.get(r)!));
   let made = [...heldJobOf.keys()];
   const joiningMade = cycle.rows.filter((r) => heldJobOf.has(cycle.messageOf.get(r)!)).length;
@@ -305,13 +342,13 @@ function planCycleMessages(rows: readonly NewNotification[], now: Date): CyclePl
  * claiming it waits for every check still adding to it, then reads what they added.
  *
  * As common table expressions: `made` makes the messages missing, `open` share-locks those
- * already open, and `joined` adds the notifications to both. A message no longer open (the
- * cycle ended and a sender took it) is not joined, nor is one another check made and committed
- * while this statement waited on its insert (neither made nor seen here): those notifications
- * are late, and the scheduler places them, into that message while it is open
- * (test/pipeline/cycle-message-race.int.test.ts).
+ * already open, and `joined` adds the notifications to both; `present` is what the statement's
+ * snapshot holds. A message another check made and committed while the statement waited on its
+ * insert is neither made nor present: `make: false` joins it in a statement begun later
+ * (test/pipeline/cycle-message-race.int.test.ts). A message no longer open (the cycle ended and
+ * a sender took it) is not joined: those notifications are late, for the scheduler.
  */
-function cycleMessageCtes(plan: CyclePlan): SQL {
+function cycleMessageCtes(plan: CyclePlan, options: { make: boolean }): SQL {
   const ids = [...plan.wanted.keys()];
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(plan.rows.map(pick));
   const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
@@ -319,8 +356,8 @@ function cycleMessageCtes(plan: CyclePlan): SQL {
   // Each new message's delayed job bounds its wait (one per channel and batch of this check's
   // new messages); the cycle's release removes it when it sends them sooner.
   const heldJob = firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`);
-  return sql`made AS (
-          INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
+  const made = options.make
+    ? sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
             next_attempt_at, first_job_id, created_at, updated_at)
           SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
             ${plan.dueAt}::timestamptz, ${heldJob}, ${plan.now}::timestamptz,
@@ -330,7 +367,10 @@ function cycleMessageCtes(plan: CyclePlan): SQL {
             AS v(id, subscriber_id, channel, cycle_id)
           ORDER BY v.id
           ON CONFLICT (id) DO NOTHING
-          RETURNING id, first_job_id),
+          RETURNING id, first_job_id`
+    : sql`SELECT NULL::uuid AS id, NULL::text AS first_job_id WHERE false`;
+  return sql`made AS (${made}),
+        present AS (SELECT id FROM messages WHERE id = ANY(${sql.param(ids)}::uuid[])),
         open AS (
           SELECT id FROM messages
           WHERE id = ANY(${sql.param(ids)}::uuid[]) AND status = 'open'

@@ -9,8 +9,9 @@ import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.
  * A check adds a cycle-grouped notification to its subscriber's message of the cycle, making the
  * message when its statement's snapshot lacks it. Another check may make that message, and
  * commit it, while the first check's statement waits on its insert: the statement neither made
- * it nor saw it. The notification must still join that message: a second message would tell the
- * subscriber in two emails what the cycle meant to say in one.
+ * it nor saw it. The notification must still join that message (a second message would tell the
+ * subscriber in two emails what the cycle meant to say in one), and without the scheduler's
+ * subscriber locks, which concurrent checks holding message locks deadlocked on.
  */
 describe('a cycle message made by another check during the statement', () => {
   let h: PipelineHarness;
@@ -22,7 +23,7 @@ describe('a cycle message made by another check during the statement', () => {
     await h?.close();
   });
 
-  it('gets the notification, and no second message is made', async () => {
+  it('gets the notification, without the scheduler and its locks, and no second message', async () => {
     const db = h.database.db;
     const place = '101010100';
     await h.addPlace(place, '北京');
@@ -49,8 +50,8 @@ describe('a cycle message made by another check during the statement', () => {
          VALUES ($1, $2, 'email', 'open', 'cycle', $3, now() + interval '1 minute', 'held_x_0')`,
         [messageId, subscriber, cycle!.id],
       );
-      const adding = db.transaction((tx) =>
-        insertNotifications(
+      const adding = db.transaction(async (tx) => {
+        const inserted = await insertNotifications(
           tx,
           [
             {
@@ -68,8 +69,17 @@ describe('a cycle message made by another check during the statement', () => {
             },
           ],
           { key: `${cycle!.id}_${place}`, now: new Date() },
-        ),
-      );
+        );
+        // The scheduler's subscriber locks, taken while this transaction holds message locks,
+        // deadlocked concurrent checks: the notification joins without them.
+        const [locks] = await queryRows<{ n: number }>(
+          tx,
+          sql`SELECT count(*)::int AS n FROM pg_locks
+              WHERE locktype = 'advisory' AND pid = pg_backend_pid()`,
+        );
+        expect(locks!.n).toBe(0);
+        return inserted;
+      });
       // This check's statement waits on the other's uncommitted message.
       await waitForLockWait(h.database.url);
       await other.query('COMMIT');
