@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { cycleMessageId, insertNotifications } from '../../src/pipeline/notification-ledger.js';
+import { waitForLockWait } from '../support/db.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
@@ -81,7 +82,7 @@ describe('a cycle message made by another check during the statement', () => {
         return inserted;
       });
       // This check's statement waits on the other's uncommitted message.
-      await waitForLockWait(h.database.url);
+      await waitForLockWait(h.database.url, "this check's insert waiting on the other's message");
       await other.query('COMMIT');
       const inserted = await adding;
       expect(inserted.count).toBe(1);
@@ -103,22 +104,3 @@ describe('a cycle message made by another check during the statement', () => {
     expect(messages).toEqual([{ id: messageId }]);
   });
 });
-
-/** Resolves once some session of the database waits on a lock. */
-async function waitForLockWait(url: string): Promise<void> {
-  const probe = new pg.Client({ connectionString: url });
-  await probe.connect();
-  try {
-    for (let i = 0; i < 500; i += 1) {
-      const { rows } = await probe.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-         WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
-      if (rows[0]!.n > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    throw new Error('no session came to wait on the lock');
-  } finally {
-    await probe.end();
-  }
-}

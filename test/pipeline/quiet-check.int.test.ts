@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import { CycleCounter } from '../../src/pipeline/cycle-counters.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
+import { waitForLockWait } from '../support/db.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
@@ -159,7 +159,7 @@ describe('quiet checks and cycle counters', () => {
 
       const check = runCheck(rt.ctx, { cycleId: await newCycle(), placeId: place });
       // Commit only once the check waits for the row: it has read the old state by then.
-      await waitForLockWait(h.database.url);
+      await waitForLockWait(h.database.url, 'a check waiting for the place row');
       await other.query('COMMIT');
       const outcome = await check;
       expect(outcome.events.new).toBe(1);
@@ -216,23 +216,3 @@ describe('quiet checks and cycle counters', () => {
     expect(new Date(row!.finished_at as Date).getTime()).toBe(at.getTime() + 39_000);
   });
 });
-
-/** Waits until some backend of the test database waits for a row lock. */
-async function waitForLockWait(url: string): Promise<void> {
-  const watcher = new pg.Client({ connectionString: url });
-  await watcher.connect();
-  try {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await watcher.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity
-         WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-      );
-      if (rows[0]!.n > 0) return;
-      if (Date.now() > deadline) throw new Error('no check waited for the place row');
-      await sleep(20);
-    }
-  } finally {
-    await watcher.end();
-  }
-}

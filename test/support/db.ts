@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { openPostgres, type Database } from '../../src/db/client.js';
@@ -59,4 +60,27 @@ export function useSqlClient(): { readonly client: pg.Client; readonly database:
       return ready(database);
     },
   };
+}
+
+/**
+ * Resolves once some session of the database at `url` waits on a lock: a test holding a race
+ * open knows the other side has reached it. Fails naming `what` after ten seconds.
+ */
+export async function waitForLockWait(url: string, what: string): Promise<void> {
+  const watcher = new pg.Client({ connectionString: url });
+  await watcher.connect();
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const { rows } = await watcher.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      if (rows[0]!.n > 0) return;
+      if (Date.now() > deadline) throw new Error(`no session came to wait on a lock: ${what}`);
+      await sleep(20);
+    }
+  } finally {
+    await watcher.end();
+  }
 }
