@@ -95,6 +95,25 @@ describe('deliver jobs carrying many rows', () => {
     }
   }
 
+  /**
+   * Webhook messages `from`–`to` of the place's storm (already sent), made never tried again and
+   * owned by the batch job `jobId`, due `dueAgo` ago (an SQL interval). Their message ids.
+   */
+  async function ownedFirstAttempts(
+    place: string,
+    [from, to]: [number, number],
+    jobId: string,
+    dueAgo = '0 seconds',
+  ): Promise<string[]> {
+    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(from, to);
+    const ids = rows.map((r) => r.message_id);
+    await h.database.db.execute(sql`
+      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL,
+        first_job_id = ${jobId}, next_attempt_at = now() - ${dueAgo}::interval
+      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    return ids;
+  }
+
   const webhookIds = (path: string) =>
     h.hooks.requests
       .filter((r) => r.path.startsWith(path))
@@ -227,13 +246,8 @@ describe('deliver jobs carrying many rows', () => {
 
   it('leaves messages to their live batch job, and gives them jobs of their own once it is gone', async () => {
     const place = '101280101';
-    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(0, 5);
-    const ids = rows.map((r) => r.message_id);
     const batchJobId = `lost-batch_${place}_webhook0`;
-    await h.database.db.execute(sql`
-      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL,
-        first_job_id = ${batchJobId}, next_attempt_at = now() - interval '1 minute'
-      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    const ids = await ownedFirstAttempts(place, [0, 5], batchJobId, '1 minute');
     // No worker runs in this test: the job waits, as a storm's backlog would.
     const batch = await rt.ctx.queues.deliverWebhook.add(
       DELIVER_JOB,
@@ -259,13 +273,8 @@ describe('deliver jobs carrying many rows', () => {
 
   it('sends a first attempt only from the job that owns it, with one write per message', async () => {
     const place = '101280101';
-    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(5, 9);
-    const ids = rows.map((r) => r.message_id);
     const owner = `owner-batch_${place}_webhook0`;
-    await h.database.db.execute(sql`
-      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = ${owner},
-        next_attempt_at = now()
-      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    const ids = await ownedFirstAttempts(place, [5, 9], owner);
     const sentBefore = webhookIds('/gz/').length;
 
     // Any other job, or a run without a job, leaves them alone: the owner may be sending them.
@@ -306,13 +315,8 @@ describe('deliver jobs carrying many rows', () => {
 
   it("leaves its first attempts to the job's other run once its own lock has lapsed", async () => {
     const place = '101280101';
-    const rows = (await rowsAt(place)).filter((r) => r.channel === 'webhook').slice(9, 13);
-    const ids = rows.map((r) => r.message_id);
     const jobId = `stalled-batch_${place}_webhook0`;
-    await h.database.db.execute(sql`
-      UPDATE messages SET status = 'pending', attempts = 0, sent_at = NULL, first_job_id = ${jobId},
-        next_attempt_at = now()
-      WHERE id = ANY(${sql.param(ids)}::uuid[])`);
+    const ids = await ownedFirstAttempts(place, [9, 13], jobId);
     const sentBefore = webhookIds('/gz/').length;
     // Jobs the sweeps above left waiting go first: this job is the one a worker takes next.
     await rt.ctx.queues.deliverWebhook.drain(true);
