@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryPrepared, queryRows } from '../db/client.js';
 import {
@@ -131,6 +131,22 @@ async function writeDetection(
 }
 
 /**
+ * What every applied check writes to its place row, quiet or not: the cycle that checked it
+ * (a re-run of that cycle's check is then a no-op), the newest fetch start, and the last good
+ * answer's time. The SET list of an UPDATE of `places`.
+ */
+function placeBookkeeping(check: {
+  cycleId: string;
+  fetchOk: boolean;
+  fetchStartedAt: Date;
+  now: Date;
+}): SQL {
+  return sql`last_cycle_id = ${check.cycleId},
+    last_fetched_at = GREATEST(last_fetched_at, ${check.fetchStartedAt}),
+    last_ok_at = CASE WHEN ${check.fetchOk} THEN ${check.now} ELSE last_ok_at END`;
+}
+
+/**
  * Most checks change nothing: the answer holds the warnings already stored, or the call failed.
  * Such a check reads the place and its tracked warnings in one statement, without a lock, and
  * writes its bookkeeping (last-seen times, the place's cycle and fetch times) in one more,
@@ -183,9 +199,7 @@ async function applyQuietCheck(
   const [written] = await queryPrepared<{ n: number }>(
     ctx.db,
     sql`WITH place AS (
-          UPDATE places SET last_cycle_id = ${cycleId},
-            last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
-            last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END
+          UPDATE places SET ${placeBookkeeping({ cycleId, fetchOk: fetch.ok, fetchStartedAt, now })}
           WHERE id = ${placeId} AND xmin::text = ${place.version}
             AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
           RETURNING id),
@@ -264,12 +278,10 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
                   SELECT xmin::text AS version, last_cycle_id, last_fetched_at FROM places
                   WHERE id = ${placeId} FOR UPDATE),
                 written AS (
-                  UPDATE places SET last_cycle_id = ${cycleId},
-                    last_fetched_at = GREATEST(places.last_fetched_at, ${fetchStartedAt}),
-                    last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE places.last_ok_at END
-                  FROM locked
-                  WHERE places.id = ${placeId}
-                    AND locked.last_cycle_id IS DISTINCT FROM ${cycleId})
+                  UPDATE places
+                  SET ${placeBookkeeping({ cycleId, fetchOk: fetch.ok, fetchStartedAt, now })}
+                  WHERE id = ${placeId}
+                    AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${cycleId})
                 SELECT * FROM locked`,
           );
           const result = emptyOutcome(fetch.ok);
