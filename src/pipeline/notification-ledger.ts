@@ -265,10 +265,11 @@ async function insertUnscheduled(
   const unseen = [...cycle.wanted.keys()].filter((id) => !seen.has(id));
   if (unseen.length > 0) {
     const unseenIds = new Set(unseen);
-    const again = planCycleMessages(
-      cycle.rows.filter((r) => unseenIds.has(cycle.messageOf.get(r)!)),
-      input.now,
-    );
+    const again: CyclePlan = {
+      ...cycle,
+      rows: cycle.rows.filter((r) => unseenIds.has(cycle.messageOf.get(r)!)),
+      wanted: new Map(unseen.map((id) => [id, cycle.wanted.get(id)!])),
+    };
     const [second] = await queryRows<CycleJoinRow>(
       tx,
       sql`WITH ${cycleMessageCtes(again, { make: false })} SELECT ${CYCLE_JOIN_RESULTS}`,
@@ -355,12 +356,13 @@ function cycleMessageCtes(plan: CyclePlan, options: { make: boolean }): SQL {
     sql.param(ids.map((id) => pick(id, plan.wanted.get(id)!)));
   // Each new message's delayed job bounds its wait (one per channel and batch of this check's
   // new messages); the cycle's release removes it when it sends them sooner.
-  const heldJob = firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`);
   const made = options.make
     ? sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
             next_attempt_at, first_job_id, created_at, updated_at)
           SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
-            ${plan.dueAt}::timestamptz, ${heldJob}, ${plan.now}::timestamptz,
+            ${plan.dueAt}::timestamptz,
+            ${firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`)},
+            ${plan.now}::timestamptz,
             ${plan.now}::timestamptz
           FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
             ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
