@@ -8,6 +8,7 @@ import type { EventType } from '../src/domain/detect.js';
 import { filterAccepts } from '../src/domain/filters.js';
 import type { Warning } from '../src/domain/warning.js';
 import type { PipelineContext } from '../src/pipeline/context.js';
+import { BATCH_UNWRITTEN } from '../src/pipeline/deferred-messages.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';
 import type { BenchData, ScenarioState } from './data.js';
@@ -82,7 +83,7 @@ export interface ScenarioResult {
 export interface PerNotification {
   /** Row versions written (inserted, updated, deleted) in every table. */
   rows: number;
-  /** Of them, in the ledger itself: `deliveries` and `messages`. */
+  /** Of them, in the ledger itself: `deliveries`, `messages` and `first_attempt_batches`. */
   ledgerRows: number;
   walBytes: number;
   redisCommands: number;
@@ -108,7 +109,9 @@ export function perNotification(
   };
   return {
     rows: totals.rows / notifications,
-    ledgerRows: (written('deliveries') + written('messages')) / notifications,
+    ledgerRows:
+      (written('deliveries') + written('messages') + written('first_attempt_batches')) /
+      notifications,
     walBytes: totals.walBytes / notifications,
     redisCommands: totals.redisCommands / notifications,
     pgRedisCpuMs: ((totals.cpuSeconds.postgres + totals.cpuSeconds.redis) / notifications) * 1000,
@@ -162,8 +165,12 @@ async function waitForFirstAttempts(
     // probe (83 s of a backend in one storm).
     const [row] = await queryRows<{ n: number }>(
       env.ctx.db,
-      sql`SELECT count(*)::int AS n FROM messages
-          WHERE status IN ('open', 'pending') AND created_at >= ${startedAt}`,
+      sql`SELECT (SELECT count(*)::int FROM messages
+                  WHERE status IN ('open', 'pending') AND created_at >= ${startedAt})
+            -- Deferred messages not yet sent have no row (src/pipeline/deferred-messages.ts).
+            + (SELECT count(*)::int FROM first_attempt_batches b
+               CROSS JOIN LATERAL (${BATCH_UNWRITTEN}) u
+               WHERE b.created_at >= ${startedAt}) AS n`,
     );
     return row?.n ?? 0;
   };

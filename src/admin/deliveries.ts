@@ -122,15 +122,18 @@ function toListing(row: ListingRow): DeliveryListing {
 
 const LISTING_COLUMNS = sql`
   d.id, d.message_id, m.hold, d.created_at,
-  CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status, m.attempts, d.channel,
+  -- No message row yet: a deferred first attempt (src/pipeline/deferred-messages.ts).
+  CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END AS status,
+  coalesce(m.attempts, 0) AS attempts, d.channel,
   s.robot_kind, s.robot_url, d.subscriber_id, coalesce(s.email, s.webhook_url) AS subscriber,
   s.active AND s.unsubscribed_at IS NULL AS subscriber_active,
-  d.place_id, p.name AS place_name, d.event_type, d.warning_id, m.next_attempt_at,
+  d.place_id, p.name AS place_name, d.event_type, d.warning_id,
+  coalesce(m.next_attempt_at, d.created_at) AS next_attempt_at,
   m.last_error, m.sent_at`;
 
 const LISTING_FROM = sql`
   FROM deliveries d
-  JOIN messages m ON m.id = d.message_id
+  LEFT JOIN messages m ON m.id = d.message_id
   JOIN subscribers s ON s.id = d.subscriber_id
   LEFT JOIN places p ON p.id = d.place_id`;
 
@@ -152,7 +155,8 @@ export async function listDeliveries(
   filter: DeliveryFilter = {},
 ): Promise<DeliveryListing[]> {
   const conditions: SQL[] = [];
-  if (filter.status) conditions.push(sql`m.status = ${storedStatus(filter.status)}`);
+  if (filter.status)
+    conditions.push(sql`coalesce(m.status, 'pending') = ${storedStatus(filter.status)}`);
   if (filter.subscriber) {
     conditions.push(
       subscriberMatches(filter.subscriber, await robotsDescribedAs(db, filter.subscriber)),

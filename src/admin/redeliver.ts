@@ -9,6 +9,7 @@ import {
   type Channel,
   type DeliverQueues,
 } from '../pipeline/deliver.js';
+import { DEFERRED_UNWRITTEN } from '../pipeline/deferred-messages.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -59,7 +60,7 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
     const ids = sql.param(selection.ids.filter(isDeliveryId).map((id) => id.toLowerCase()));
     return queryRows<Candidate>(
       db,
-      sql`SELECT DISTINCT ON (d.id) d.id, a.id::text AS asked,
+      sql`(SELECT DISTINCT ON (d.id) d.id, a.id::text AS asked,
             CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
             s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
             coalesce(d.claimed_until >= now(), false) AS in_flight
@@ -67,23 +68,42 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           JOIN messages d ON d.id = a.id
             OR d.id = (SELECT n.message_id FROM deliveries n WHERE n.id = a.id)
           JOIN subscribers s ON s.id = d.subscriber_id
-          ORDER BY d.id, d.created_at`,
+          ORDER BY d.id, d.created_at)
+          UNION ALL
+          SELECT ${DEFERRED_CANDIDATE} FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE d.id = ANY(${ids}::uuid[]) AND ${DEFERRED_UNWRITTEN}`,
     );
   }
   const where = selection.status
     ? sql`d.created_at >= ${selection.since.toISOString()} AND d.status = ${storedStatus(selection.status)}`
     : sql`d.created_at >= ${selection.since.toISOString()}`;
+  const deferredWhere =
+    selection.status === undefined || selection.status === 'pending'
+      ? sql`d.created_at >= ${selection.since.toISOString()}`
+      : sql`false`;
   return queryRows<Candidate>(
     db,
-    sql`SELECT d.id, NULL AS asked,
-          CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
-          s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-          coalesce(d.claimed_until >= now(), false) AS in_flight
-        FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
-        WHERE ${where}
-        ORDER BY d.created_at, d.id`,
+    sql`SELECT * FROM (
+          SELECT d.id, NULL AS asked,
+            CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
+            s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
+            coalesce(d.claimed_until >= now(), false) AS in_flight, d.created_at
+          FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE ${where}
+          UNION ALL
+          SELECT ${DEFERRED_CANDIDATE}, d.created_at
+          FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE ${deferredWhere} AND ${DEFERRED_UNWRITTEN}) c
+        ORDER BY c.created_at, c.id`,
   );
 }
+
+/**
+ * A deferred message (no row yet, src/pipeline/deferred-messages.ts) as a candidate: pending,
+ * its first attempt owned by the job planned for it, so an attempt is under way.
+ */
+const DEFERRED_CANDIDATE = sql`d.id, NULL AS asked, 'pending' AS status, 0 AS attempts, s.active,
+  s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, true AS in_flight`;
 
 /**
  * Sets the selected rows back to pending and enqueues their deliver jobs. Rows of a paused or

@@ -432,3 +432,26 @@ export const messages = pgTable(
     check('messages_attempts', sql`${t.attempts} >= 0`),
   ],
 );
+
+/**
+ * First attempts planned into one deliver job whose messages have no row yet. A message of one
+ * notification that nothing holds back (a direct webhook or email) is written to `messages`
+ * only once there is something to remember of it: its send (the sent mark inserts the row), a
+ * failure, or its hand-back by the sweeper. Until then its notification (same id) and this
+ * row say all there is: pending, never tried, owned by `job_id`. One row per 50 webhooks
+ * instead of a message row each (issue 21). The sweeper removes a row once none of its messages
+ * is left without one, and hands a lost job's messages back.
+ */
+export const firstAttemptBatches = pgTable(
+  'first_attempt_batches',
+  {
+    jobId: text('job_id').primaryKey(),
+    channel: text('channel').notNull(),
+    messageIds: uuid('message_ids').array().notNull(),
+    createdAt: tstz('created_at').notNull().defaultNow(),
+  },
+  (t) => [
+    index('first_attempt_batches_created_idx').on(t.createdAt),
+    check('first_attempt_batches_channel', sql`${t.channel} IN ('email', 'webhook')`),
+  ],
+);

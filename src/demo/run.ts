@@ -303,9 +303,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       }
       const byChannel = await queryRows<DeliveryCount>(
         ctx.db,
-        sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status,
+        sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END AS status,
               count(*)::int AS count
-            FROM deliveries d JOIN messages m ON m.id = d.message_id
+            FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
             WHERE d.cycle_id = ${summary.cycle} GROUP BY 1, 2 ORDER BY 1, 2`,
       );
       print(
@@ -364,9 +364,9 @@ async function summarize(input: {
   ) as Record<EventType, number>;
   const deliveries = await queryRows<DeliveryCount>(
     input.ctx.db,
-    sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status,
+    sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END AS status,
           count(*)::int AS count
-        FROM deliveries d JOIN messages m ON m.id = d.message_id
+        FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
         GROUP BY 1, 2 ORDER BY 1, 2`,
   );
   return {

@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { queryRows, type Db } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../pipeline/context.js';
+import { BATCH_UNWRITTEN } from '../pipeline/deferred-messages.js';
 import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
 import {
   AuthError,
@@ -316,8 +317,11 @@ export class OpsMetrics implements JobObserver {
       // message is due when its hold ends, not before.
       queryRows<{ age: number | string | null; held: number }>(
         db,
-        sql`SELECT extract(epoch FROM now() - min(next_attempt_at)
-                     FILTER (WHERE next_attempt_at <= now())) AS age,
+        // A deferred message (no row until it is sent) is due since its batch was made.
+        sql`SELECT extract(epoch FROM now() - least(min(next_attempt_at)
+                     FILTER (WHERE next_attempt_at <= now()),
+                   (SELECT min(b.created_at) FROM first_attempt_batches b
+                    WHERE EXISTS (${BATCH_UNWRITTEN})))) AS age,
                    count(*) FILTER (WHERE status = 'open')::int AS held
             FROM messages WHERE status IN ('open', 'pending', 'retrying')`,
       ),

@@ -18,6 +18,7 @@ import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
+import { deferredOwned, writeDeferredMessages } from './deferred-messages.js';
 import { MESSAGE_LOCK, type CreatedMessage } from './notification-ledger.js';
 import { deliverJobId, type Queues } from './queues.js';
 import { Semaphore } from './semaphore.js';
@@ -136,6 +137,8 @@ interface Outgoing extends ClaimedMessage {
   notifications: CarriedNotification[];
   /** Its first attempt belongs to this job (read, not claimed): see `FIRST_ATTEMPT_OWNED`. */
   owned: boolean;
+  /** Owned, and without a row in `messages` yet: see src/pipeline/deferred-messages.ts. */
+  deferred: boolean;
 }
 
 /**
@@ -273,6 +276,7 @@ type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attribut
  */
 type TakenRow = ClaimedMessage & {
   owned: boolean;
+  deferred: boolean;
   n_id: string | null;
   n_event_type: EventType | null;
   n_warning_id: string | null;
@@ -350,10 +354,17 @@ const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND st
 export function takeMessages(ids: readonly string[], jobId: string | undefined): SQL {
   const ownedByJob =
     jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
+  const deferred =
+    jobId === undefined
+      ? sql``
+      : sql`UNION ALL SELECT *, true AS deferred
+          FROM (${deferredOwned(sql`${sql.param(ids)}::uuid[]`, jobId)}) n`;
   return sql`WITH owned AS (
-          SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id FROM messages
+          SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id, false AS deferred
+          FROM messages
           WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
-            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
+            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
+          ${deferred}),
         claimed AS (
           UPDATE messages SET
             status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
@@ -371,11 +382,12 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined):
             AND NOT (${ownedByJob} AND ${FIRST_ATTEMPT_OWNED})
           RETURNING id, attempts, channel, hold, subscriber_id),
         taken AS (
-          SELECT *, true AS owned FROM owned UNION ALL SELECT *, false AS owned FROM claimed),
+          SELECT *, true AS owned FROM owned
+          UNION ALL SELECT *, false AS deferred, false AS owned FROM claimed),
         -- An owned message waits for no lock, so its notifications come in this statement: a
         -- webhook batch takes one round trip, not two.
         owned_notifications AS (${notificationsOf(sql`ARRAY(SELECT id FROM owned)`)})
-        SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned,
+        SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned, c.deferred,
                s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
                s.robot_secret, s.lang, s.active, s.disabled_reason,
                s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to,
@@ -406,14 +418,14 @@ async function claim(
 ): Promise<Outgoing[]> {
   const taken = await queryPrepared<TakenRow>(ctx.db, takeMessages(ids, jobId));
   if (taken.length === 0) return [];
-  const claimed = new Map<string, ClaimedMessage & { owned: boolean }>();
+  const claimed = new Map<string, ClaimedMessage & { owned: boolean; deferred: boolean }>();
   const rows: CarriedOnce[] = [];
   for (const r of taken) {
     if (!claimed.has(r.id)) {
       // The message's own columns: the row less its notification's.
       const message = Object.fromEntries(
         Object.entries(r).filter(([column]) => !column.startsWith('n_')),
-      ) as ClaimedMessage & { owned: boolean };
+      ) as ClaimedMessage & { owned: boolean; deferred: boolean };
       claimed.set(r.id, message);
     }
     if (r.n_id !== null) {
@@ -709,7 +721,7 @@ async function attempt(
   if (sent === 'late') return 'released';
   if (sent !== 'sent' && 'outcome' in sent) return waitForRobot(ctx, log, message, sent);
   if (sent !== 'sent') return recordFailure(ctx, log, message, sent);
-  await s.sent.markSent(message.id, new Date());
+  await s.sent.markSent(message.id, new Date(), { deferred: message.deferred });
   log.info(
     {
       messageId: message.id,
@@ -877,6 +889,10 @@ async function waitForRobot(
  * claims it (no job owns its first attempt any more).
  */
 async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Promise<void> {
+  await writeDeferredMessages(
+    ctx.db,
+    messages.filter((m) => m.deferred).map((m) => m.id),
+  );
   await ctx.db.execute(sql`
     UPDATE messages m SET attempts = v.attempts, claimed_until = NULL, first_job_id = NULL,
       updated_at = now()
@@ -893,6 +909,7 @@ async function recordFailure(
   failure: Failure,
 ): Promise<DeliverOutcome> {
   const log = jobLog.child({ messageId: message.id });
+  if (message.deferred) await writeDeferredMessages(ctx.db, [message.id]);
   if (failure.gone) {
     const at = ctx.now().toISOString();
     const reason =

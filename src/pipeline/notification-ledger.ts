@@ -21,8 +21,8 @@ import type { Tx } from './warning-store.js';
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
  * id, event type) that a subscriber's filters let through (DESIGN invariant 2), each carried by
  * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
- * an hourly limit gets a message per notification under the notification's own id, written in
- * the same statement; one who groups by cycle and nothing else joins the cycle's message in that
+ * an hourly limit gets a message per notification under the notification's own id, planned into
+ * a first-attempt batch in the same statement, its row written when it is sent (deferred-messages.ts); one who groups by cycle and nothing else joins the cycle's message in that
  * statement too; the others go through the scheduler (src/domain/schedule.ts).
  */
 
@@ -145,11 +145,12 @@ export async function insertNotifications(
 }
 
 /**
- * A message per notification, under the notification's id, both rows written by the common
- * table expressions `direct` and `direct_messages`, as one column array per field: eight
- * parameters, not eight per row, which a storm's checks spent most of their time building and
- * Postgres parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a
- * time.
+ * A message per notification, under the notification's id, written by the common table
+ * expressions `direct` and `direct_batches` as one column array per field: eight parameters,
+ * not eight per row, which a storm's checks spent most of their time building and Postgres
+ * parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a time, and
+ * the job's batch row stands for their messages until each has something to remember
+ * (src/pipeline/deferred-messages.ts): no message row is written here.
  */
 function directCtes(
   chunk: readonly NewNotification[],
@@ -170,18 +171,19 @@ function directCtes(
                   AS x(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
                        channel)) v
           ON CONFLICT DO NOTHING
-          RETURNING id, subscriber_id, channel),
+          RETURNING id, channel),
         direct_batched AS (
           SELECT n.*,
             ${firstAttemptJob(`${input.key}_${offset}_`, sql`n.channel`, sql`n.id`)} AS first_job_id
           FROM direct n),
-        direct_messages AS (
-          INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at,
-            first_job_id, created_at, updated_at)
-          SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
-            ${input.now}::timestamptz, ${input.now}::timestamptz
-          FROM direct_batched
-          RETURNING id, channel, first_job_id)`;
+        -- A check runs once per cycle, so its job ids are new; a run repeated after its commit
+        -- (a stalled job) adds what it wrote to the batch its job id already names, whose job
+        -- has run: the sweeper hands those back.
+        direct_batches AS (
+          INSERT INTO first_attempt_batches AS b (job_id, channel, message_ids, created_at)
+          SELECT first_job_id, channel, array_agg(id ORDER BY id), ${input.now}::timestamptz
+          FROM direct_batched GROUP BY first_job_id, channel
+          ON CONFLICT (job_id) DO UPDATE SET message_ids = b.message_ids || excluded.message_ids)`;
 }
 
 interface CreatedRow {
@@ -228,7 +230,7 @@ async function insertUnscheduled(
   if (parts.direct.length > 0) {
     ctes.push(directCtes(parts.direct, input, offset));
     results.push(sql`(SELECT json_agg(json_build_object(
-        'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_messages)
+        'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_batched)
       AS direct`);
   } else {
     results.push(sql`NULL::json AS direct`);

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
+import { DEFERRED_UNWRITTEN } from './deferred-messages.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
@@ -106,10 +107,12 @@ export async function runCycleOnce(
           ctx.db,
           // A "cycle" message of this cycle is released by the count that closed the cycle, a
           // moment after the cycle reads as done: it is owed now, whatever its due time says.
-          sql`SELECT count(*)::int AS n FROM messages
+          sql`SELECT (SELECT count(*)::int FROM messages
               WHERE id IN ${carriers}
                 AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
-                     OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId}))`,
+                     OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
+            + (SELECT count(*)::int FROM deliveries d
+               WHERE d.cycle_id = ${cycleId} AND ${DEFERRED_UNWRITTEN}) AS n`,
         );
         return (row?.n ?? 0) === 0;
       },
@@ -119,9 +122,9 @@ export async function runCycleOnce(
     const cycle = await readCycle(ctx, cycleId);
     const notifications = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      sql`SELECT m.status, count(*)::int AS n
-          FROM deliveries d JOIN messages m ON m.id = d.message_id
-          WHERE d.cycle_id = ${cycleId} GROUP BY m.status`,
+      sql`SELECT coalesce(m.status, 'pending') AS status, count(*)::int AS n
+          FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
+          WHERE d.cycle_id = ${cycleId} GROUP BY 1`,
     );
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
+import { insertSentDeferred } from './deferred-messages.js';
 import { GroupCommit } from './group-commit.js';
 
 /** What the recorder needs of the database: `Db` fits. */
@@ -34,7 +35,7 @@ export const MARK_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2000];
  * window in which a crash loses an accepted send stays a statement and a linger wide.
  */
 export class SentRecorder {
-  readonly #marks: GroupCommit<{ id: string; at: Date }>;
+  readonly #marks: GroupCommit<Mark>;
 
   constructor(
     db: StatementRunner,
@@ -43,16 +44,7 @@ export class SentRecorder {
   ) {
     this.#marks = new GroupCommit(
       async (marks) => {
-        const ids = sql.param(marks.map((m) => m.id));
-        // The ANY() beside the join lets the planner look the rows up by primary key rather than
-        // join the whole table when its statistics lag behind a storm's inserts.
-        const mark = sql`
-        UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
-          -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
-          attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
-        FROM unnest(${ids}::uuid[],
-                    ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
-        WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;
+        const mark = markStatement(marks);
         for (let attempt = 0; ; attempt += 1) {
           try {
             await db.execute(mark);
@@ -68,8 +60,46 @@ export class SentRecorder {
     );
   }
 
-  /** Resolves once the row is recorded as sent at `at`; rejects when that write failed for good. */
-  markSent(id: string, at: Date): Promise<void> {
-    return this.#marks.add({ id, at });
+  /**
+   * Resolves once the message is recorded as sent at `at`; rejects when that write failed for
+   * good. A `deferred` message has no row yet: its mark writes it (deferred-messages.ts).
+   */
+  markSent(id: string, at: Date, options: { deferred?: boolean } = {}): Promise<void> {
+    return this.#marks.add({ id, at, deferred: options.deferred ?? false });
   }
+}
+
+interface Mark {
+  id: string;
+  at: Date;
+  deferred: boolean;
+}
+
+/** One statement for a flush: the rows that exist are updated, the deferred ones inserted. */
+function markStatement(marks: readonly Mark[]): SQL {
+  const rows = marks.filter((m) => !m.deferred);
+  // One row per id: an insert may not touch a row twice.
+  const deferred = [...new Map(marks.filter((m) => m.deferred).map((m) => [m.id, m])).values()];
+  const parts: SQL[] = [];
+  if (rows.length > 0) {
+    const ids = sql.param(rows.map((m) => m.id));
+    // The ANY() beside the join lets the planner look the rows up by primary key rather than
+    // join the whole table when its statistics lag behind a storm's inserts.
+    parts.push(sql`updated AS (
+        UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
+          -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
+          attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
+        FROM unnest(${ids}::uuid[],
+                    ${sql.param(rows.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
+        WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])
+        RETURNING 1)`);
+  }
+  if (deferred.length > 0) {
+    const written = insertSentDeferred(
+      deferred.map((m) => m.id),
+      deferred.map((m) => m.at),
+    );
+    parts.push(sql`inserted AS (${written} RETURNING 1)`);
+  }
+  return sql`WITH ${sql.join(parts, sql`, `)} SELECT 1`;
 }

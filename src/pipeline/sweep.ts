@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
+import { BATCH_UNWRITTEN, writeDeferredMessages } from './deferred-messages.js';
 import { enqueueMessage, isJobLive, type Channel } from './deliver.js';
 import {
   DEFAULT_RETENTION_BATCH,
@@ -141,6 +142,8 @@ export async function requeueDueMessages(
       orphans.push(row);
     }
   }
+  const handedBack = await handBackLostBatches(ctx, graceSeconds);
+  orphans.push(...handedBack);
   // A lost job's first attempts are handed back before they get jobs that claim them; a row
   // whose owner changed meanwhile (the cycle's release) is left to its new job.
   for (const [jobId, rows] of lost) {
@@ -157,5 +160,46 @@ export async function requeueDueMessages(
   let requeued = 0;
   // Skips messages whose own job is still waiting or running; replaces a finished job's id.
   for (const row of orphans) if (await enqueueMessage(ctx.queues, row, row.attempts)) requeued += 1;
-  return { due: due.map(({ id, channel, attempts }) => ({ id, channel, attempts })), requeued };
+  return {
+    due: [...due.map(({ id, channel, attempts }) => ({ id, channel, attempts })), ...handedBack],
+    requeued,
+  };
+}
+
+/**
+ * The first-attempt batches of deferred messages (src/pipeline/deferred-messages.ts) older than
+ * the grace: a batch whose messages all have rows is done and removed; one whose job is gone
+ * (Redis flushed, the job failed for good) has its unwritten messages written as pending and
+ * owned by nobody, and returns them to be given jobs of their own.
+ */
+async function handBackLostBatches(
+  ctx: PipelineContext,
+  graceSeconds: number,
+): Promise<RequeuedMessage[]> {
+  const batches = await queryRows<{ job_id: string; channel: Channel; unwritten: string[] }>(
+    ctx.db,
+    sql`SELECT b.job_id, b.channel, ARRAY(${BATCH_UNWRITTEN})::text[] AS unwritten
+        FROM first_attempt_batches b
+        WHERE b.created_at <= now() - make_interval(secs => ${graceSeconds})
+        ORDER BY b.created_at
+        LIMIT ${BATCH}`,
+  );
+  const done: string[] = [];
+  const handedBack: RequeuedMessage[] = [];
+  for (const batch of batches) {
+    if (batch.unwritten.length > 0) {
+      if (await isJobLive(ctx.queues, batch.channel, batch.job_id)) continue;
+      const written = await writeDeferredMessages(ctx.db, batch.unwritten);
+      handedBack.push(...written.map((id) => ({ id, channel: batch.channel, attempts: 0 })));
+    }
+    done.push(batch.job_id);
+  }
+  if (done.length > 0) {
+    // Only a batch with nothing left unwritten goes, read again here: a message written by
+    // nobody is never without its batch.
+    await ctx.db.execute(sql`
+      DELETE FROM first_attempt_batches b
+      WHERE b.job_id = ANY(${sql.param(done)}::text[]) AND NOT EXISTS (${BATCH_UNWRITTEN})`);
+  }
+  return handedBack;
 }

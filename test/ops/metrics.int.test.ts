@@ -128,6 +128,33 @@ describe('OpsMetrics on scrape', () => {
     expect(waited).toBeGreaterThanOrEqual(420);
     expect(waited).toBeLessThan(480);
     expect((await m.scrape()).body).toMatch(/^qwn_messages_held 1$/m);
+
+    // A direct message without its row yet (src/pipeline/deferred-messages.ts) is due since
+    // its batch was made: twelve minutes ago here.
+    const [event] = await queryRows<{ id: number }>(
+      database.db,
+      sql`INSERT INTO events (place_id, warning_id, type, record)
+          VALUES ('101010100', 'w-deferred', 'new', '{}') RETURNING id`,
+    );
+    const [notification] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO deliveries (id, message_id, subscriber_id, event_id, place_id, warning_id,
+            event_type, channel)
+          SELECT n.id, n.id, ${subscriber!.id}, ${event!.id}, '101010100', 'w-deferred', 'new',
+            'email'
+          FROM (SELECT gen_random_uuid() AS id) n
+          RETURNING id`,
+    );
+    await database.db.execute(sql`
+      INSERT INTO first_attempt_batches (job_id, channel, message_ids, created_at)
+      VALUES ('deferred-batch', 'email', ARRAY[${notification!.id}]::uuid[],
+              now() - interval '12 minutes')`);
+    expect(await age()).toBeGreaterThanOrEqual(720);
+    // Once its row is written (sent), it waits no more.
+    await database.db.execute(sql`
+      INSERT INTO messages (id, subscriber_id, channel, status, sent_at)
+      VALUES (${notification!.id}, ${subscriber!.id}, 'email', 'sent', now())`);
+    expect(await age()).toBeLessThan(480);
   });
 
   it("reports Redis's eviction policy, and nothing when CONFIG is refused", async () => {

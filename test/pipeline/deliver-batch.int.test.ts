@@ -63,7 +63,10 @@ describe('deliver jobs carrying many rows', () => {
   function rowsAt(place: string): Promise<Row[]> {
     return queryRows<Row>(
       h.database.db,
-      sql`SELECT d.id, d.message_id, d.channel, m.status, m.attempts, m.first_job_id,
+      // A direct message's first job is its batch's (src/pipeline/deferred-messages.ts).
+      sql`SELECT d.id, d.message_id, d.channel, m.status, m.attempts,
+            coalesce(m.first_job_id, (SELECT b.job_id FROM first_attempt_batches b
+                                      WHERE d.id = ANY(b.message_ids))) AS first_job_id,
             m.claimed_until
           FROM deliveries d JOIN messages m ON m.id = d.message_id
           WHERE d.place_id = ${place} ORDER BY d.id`,

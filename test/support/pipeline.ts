@@ -218,10 +218,11 @@ export async function startPipelineHarness(
         database.db,
         sql`SELECT d.id, d.message_id, coalesce(s.email, s.name) AS subscriber, d.warning_id,
               d.event_type, d.channel,
-              CASE WHEN m.status = 'open' THEN 'held' ELSE m.status END AS status, m.attempts,
-              m.last_error
+              -- No message row: a deferred first attempt, pending (deferred-messages.ts).
+              CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END
+                AS status, coalesce(m.attempts, 0) AS attempts, m.last_error
             FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-            JOIN messages m ON m.id = d.message_id
+            LEFT JOIN messages m ON m.id = d.message_id
             ORDER BY d.created_at, subscriber, d.warning_id, d.event_type`,
       );
     },
@@ -266,9 +267,13 @@ export async function deliverOne(
   ctx: PipelineContext,
   messageId: string,
 ): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'waiting' | 'skipped'> {
+  // A deferred message (no row yet) is owned by its batch's job.
   const [owner] = await queryRows<{ first_job_id: string | null }>(
     ctx.db,
-    sql`SELECT first_job_id FROM messages WHERE id = ${messageId}`,
+    sql`SELECT coalesce(
+          (SELECT first_job_id FROM messages WHERE id = ${messageId}),
+          (SELECT job_id FROM first_attempt_batches WHERE ${messageId} = ANY(message_ids)))
+          AS first_job_id`,
   );
   const r = await runDeliver(ctx, { messageIds: [messageId] }, owner?.first_job_id ?? undefined);
   for (const outcome of ['sent', 'retrying', 'dead'] as const) {
