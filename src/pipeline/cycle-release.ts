@@ -7,8 +7,8 @@ import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs, type Channel } f
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
  * cycle's checks are done (INTERFACE §6). It was created due 60 s after its first notification,
- * the bound that holds when checks are lost or slow; the cycle's end makes it due at once.
- * Idempotent: a message already due or taken is left alone.
+ * the bound that holds when checks are lost or slow; the cycle's end makes it due at once and
+ * closes it. Idempotent: a message already due or taken is left alone.
  */
 export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string): Promise<number> {
   // One job per batch, as a check's own first attempts go (FIRST_ATTEMPT_BATCH): a storm's
@@ -30,7 +30,11 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
           SELECT id, held_job,
             ${firstAttemptJob(`rel_${randomUUID()}_`, sql`channel`, sql`id`)} AS job
           FROM due)
-        UPDATE messages m SET next_attempt_at = now(), updated_at = now(), first_job_id = b.job
+        -- It stops collecting here, so its batch job owns its first attempt and sends it with
+        -- no claim write (FIRST_ATTEMPT_OWNED). The row lock above waited for every check still
+        -- adding to it; a notification of the cycle that comes later is placed as a late one.
+        UPDATE messages m SET status = 'pending', next_attempt_at = now(), updated_at = now(),
+          first_job_id = b.job
         FROM batched b WHERE m.id = b.id
         RETURNING m.id, m.channel, m.first_job_id, b.held_job`,
   );

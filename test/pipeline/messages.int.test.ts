@@ -165,3 +165,51 @@ describe('messages: one cycle message however the checks interleave', () => {
     expect(h.smtp.messages[0]!.subject).toContain('橙色');
   });
 });
+
+describe('messages: the row versions each costs (issue 21)', () => {
+  let h: PipelineHarness;
+  const place = '101210101';
+
+  beforeAll(async () => {
+    h = await startPipelineHarness();
+    await h.addPlace(place, '杭州');
+    await h.addEmailSubscriber('cycle@example.com', [place]);
+    await h.addWebhookSubscriber('/single', [place]);
+    // Every version written to messages, by any process, in order.
+    await h.database.db.execute(sql`
+      CREATE TABLE message_writes (n bigserial, id uuid, op text);
+      CREATE FUNCTION record_message_write() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO message_writes (id, op) VALUES (NEW.id, TG_OP); RETURN NULL; END $$;
+      CREATE TRIGGER record_message_write AFTER INSERT OR UPDATE ON messages
+        FOR EACH ROW EXECUTE FUNCTION record_message_write();`);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('writes a webhook message once, when it is sent, and a cycle email made, released and sent', async () => {
+    h.sim.setWarnings(place, [
+      v7Warning({ locationId: place, seq: 1, typeCode: '1003', level: '黄色' }),
+      v7Warning({ locationId: place, seq: 2, typeCode: '1006', level: '蓝色' }),
+    ]);
+    const { code, summary } = await h.pollOnce();
+    expect(code).toBe(0);
+    expect(summary.deliveries).toEqual({ sent: 4, failed: 0, pending: 0, held: 0 });
+    const writes = await queryRows<{ id: string; channel: string; ops: string[] }>(
+      h.database.db,
+      sql`SELECT w.id, m.channel, array_agg(w.op ORDER BY w.n) AS ops
+          FROM message_writes w JOIN messages m ON m.id = w.id
+          GROUP BY w.id, m.channel ORDER BY m.channel, w.id`,
+    );
+    expect(writes.map((w) => [w.channel, w.ops])).toEqual([
+      // Made when its first notification came, released when the cycle's checks were done,
+      // marked sent: its batch job owns the first attempt, so no claim is written.
+      ['email', ['INSERT', 'UPDATE', 'UPDATE']],
+      // Its first row is its sent mark (src/pipeline/deferred-messages.ts).
+      ['webhook', ['INSERT']],
+      ['webhook', ['INSERT']],
+    ]);
+    expect(h.hooks.requestsTo('/single')).toHaveLength(2);
+    expect(h.smtp.messages).toHaveLength(1);
+  });
+});
