@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
+import { carriedBy } from '../pipeline/deferred-messages.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 
@@ -207,7 +208,7 @@ export async function getDeliveries(db: Db, ids: readonly string[]): Promise<Del
   const rows = await queryRows<ListingRow>(
     db,
     sql`SELECT ${LISTING_COLUMNS} ${LISTING_FROM}
-        WHERE d.message_id = ANY(${sql.param(valid)}::uuid[])
+        WHERE ${carriedBy(sql`${sql.param(valid)}::uuid[]`)}
         ORDER BY d.created_at, d.id`,
   );
   const byMessage = new Map<string, DeliveryListing[]>();

@@ -372,7 +372,10 @@ export const deliveries = pgTable(
   },
   (t) => [
     unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType),
-    index('deliveries_message_idx').on(t.messageId),
+    // A direct notification is its own message (message_id = id): the primary key finds it.
+    index('deliveries_message_idx')
+      .on(t.messageId)
+      .where(sql`${t.messageId} <> ${t.id}`),
     // An event's deliveries: retention asks whether any is left, and the trigger of 0005
     // deletes them with the event, without reading the whole table.
     index('deliveries_event_idx').on(t.eventId),

@@ -12,6 +12,7 @@ import { queryRows } from '../db/client.js';
 import { EVENT_TYPES, type EventType } from '../domain/detect.js';
 import { createLogger, scrub } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
+import { carriedBy } from '../pipeline/deferred-messages.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import { deletePrefixKeys } from '../pipeline/queues.js';
@@ -443,7 +444,7 @@ async function releaseQuietHours(input: {
   const held = await queryRows<{ due: Date; n: number }>(
     ctx.db,
     sql`SELECT max(m.next_attempt_at) AS due, count(d.id)::int AS n
-        FROM messages m JOIN deliveries d ON d.message_id = m.id
+        FROM messages m JOIN deliveries d ON ${carriedBy(sql`ARRAY[m.id]`)}
         WHERE m.status = 'open' AND m.hold = 'quiet'
         HAVING count(d.id) > 0`,
   );

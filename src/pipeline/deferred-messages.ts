@@ -32,6 +32,16 @@ export function deferredOwned(ids: SQL, jobId: string): SQL {
 }
 
 /**
+ * The notifications `d` of the messages `ids` (an SQL expression of type uuid[]). A direct
+ * notification is its own message and is found by primary key; `deliveries_message_idx` holds
+ * only notifications carried by another message (migration 0014).
+ */
+export function carriedBy(ids: SQL): SQL {
+  return sql`((d.message_id = ANY(${ids}) AND d.message_id <> d.id)
+    OR (d.id = ANY(${ids}) AND d.message_id = d.id))`;
+}
+
+/**
  * Whether notification `d` is a deferred message without its row yet: pending, its first
  * attempt not made. A message of one notification takes that notification's id, and only a
  * deferred one is ever without a row.

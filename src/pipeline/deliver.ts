@@ -18,7 +18,7 @@ import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import type { Warning } from '../domain/warning.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
-import { deferredOwned, writeDeferredMessages } from './deferred-messages.js';
+import { carriedBy, deferredOwned, writeDeferredMessages } from './deferred-messages.js';
 import { MESSAGE_LOCK, type CreatedMessage } from './notification-ledger.js';
 import { deliverJobId, type Queues } from './queues.js';
 import { Semaphore } from './semaphore.js';
@@ -305,7 +305,7 @@ function notificationsOf(messageIds: SQL): SQL {
   return sql`WITH carried AS (
             SELECT d.id, d.message_id, d.event_type, d.warning_id, d.place_id, d.event_id,
                    row_number() OVER (PARTITION BY d.event_id) AS nth
-            FROM deliveries d WHERE d.message_id = ANY(${messageIds})),
+            FROM deliveries d WHERE ${carriedBy(messageIds)}),
           -- Index lookups whatever the plan: a prepared statement soon runs a generic plan,
           -- which guessed hundreds of rows here and hashed every event (records and all) and
           -- every place for each job, 15 ms where the lookups take a tenth of one. OFFSET 0
@@ -760,7 +760,8 @@ async function splitOversized(ctx: PipelineContext, log: Logger, message: Outgoi
     const rows = await queryRows<{ id: string }>(
       tx,
       sql`UPDATE deliveries SET message_id = ${followUp}
-          WHERE message_id = ${message.id} AND id = ANY(${sql.param([...ids])}::uuid[])
+          WHERE message_id = ${message.id} AND message_id <> id
+            AND id = ANY(${sql.param([...ids])}::uuid[])
           RETURNING id`,
     );
     if (rows.length === 0) await tx.execute(sql`DELETE FROM messages WHERE id = ${followUp}`);
@@ -842,7 +843,8 @@ async function waitForRobot(
       );
       if (joined) {
         await tx.execute(
-          sql`UPDATE deliveries SET message_id = ${joined.id} WHERE message_id = ${message.id}`,
+          sql`UPDATE deliveries d SET message_id = ${joined.id}
+            WHERE ${carriedBy(sql`ARRAY[${message.id}]::uuid[]`)}`,
         );
         await tx.execute(sql`DELETE FROM messages WHERE id = ${message.id}`);
         return { joined: joined.id };

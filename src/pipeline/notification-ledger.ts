@@ -14,6 +14,7 @@ import {
   type OpenMessage,
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
+import { carriedBy } from './deferred-messages.js';
 import { FIRST_ATTEMPT_BATCH, firstAttemptJob, type Channel } from './deliver.js';
 import type { Tx } from './warning-store.js';
 
@@ -287,7 +288,7 @@ async function insertUnscheduled(
     const empty = await queryRows<{ id: string }>(
       tx,
       sql`DELETE FROM messages m WHERE m.id = ANY(${sql.param(made)}::uuid[])
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)
+            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE ${carriedBy(sql`ARRAY[m.id]`)})
           RETURNING m.id`,
     );
     const gone = new Set(empty.map((r) => r.id));
@@ -598,8 +599,8 @@ async function insertScheduled(
   if (heldMessages.length > 0 && (await gatherHeldChains(tx, inserted, heldMessages, planned))) {
     const still = await queryRows<{ message_id: string }>(
       tx,
-      sql`SELECT DISTINCT message_id FROM deliveries
-          WHERE message_id = ANY(${sql.param([...planned.keys()])}::uuid[])`,
+      sql`SELECT DISTINCT d.message_id FROM deliveries d
+          WHERE ${carriedBy(sql`${sql.param([...planned.keys()])}::uuid[]`)}`,
     );
     carried = new Set(still.map((r) => r.message_id));
   }
@@ -676,7 +677,7 @@ async function gatherHeldChains(
     tx,
     sql`SELECT d.id, d.subscriber_id, d.message_id, d.warning_id, e.supersedes
         FROM deliveries d JOIN events e ON e.id = d.event_id
-        WHERE d.message_id = ANY(${sql.param([...heldIds])}::uuid[])`,
+        WHERE ${carriedBy(sql`${sql.param([...heldIds])}::uuid[]`)}`,
   );
   const moves = new Map<string, string[]>();
   const emptied = new Set<string>();
@@ -687,7 +688,7 @@ async function gatherHeldChains(
       tx,
       sql`SELECT e.supersedes FROM deliveries d JOIN events e ON e.id = d.event_id
           WHERE d.subscriber_id = ${row.subscriber_id} AND d.warning_id = ${row.warning_id}
-            AND d.message_id = ${row.message_id}
+            AND ${carriedBy(sql`ARRAY[${row.message_id}]::uuid[]`)}
           LIMIT 1`,
     );
     const chain = new Set([row.warning_id, ...(event[0]?.supersedes ?? [])]);
@@ -717,7 +718,7 @@ async function gatherHeldChains(
     await tx.execute(sql`
       DELETE FROM messages m
       WHERE m.id = ANY(${sql.param([...emptied])}::uuid[]) AND m.status = 'open'
-        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id)`);
+        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE ${carriedBy(sql`ARRAY[m.id]`)})`);
   }
   return moves.size > 0;
 }

@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { subscriptionPointKeys } from '../domain/points.js';
+import { carriedBy } from './deferred-messages.js';
 
 /**
  * Retention: what a deployment that runs for years must forget (RETENTION_DAYS). The sweeper
@@ -84,7 +85,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
         sql`DELETE FROM messages WHERE id IN (
               SELECT m.id FROM messages m
               WHERE m.created_at < ${cut} AND m.status IN ('sent', 'dead')
-                AND NOT (SELECT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id = m.id))
+                AND NOT (SELECT EXISTS (SELECT 1 FROM deliveries d WHERE ${carriedBy(sql`ARRAY[m.id]`)}))
               ORDER BY m.created_at
               LIMIT ${batch})`,
       ),

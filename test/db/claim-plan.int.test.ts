@@ -76,8 +76,10 @@ describe('the claim read under a generic plan', () => {
     );
     const ids = picked.map((r) => r.id);
     const built = new PgDialect().sqlToQuery(carriedNotifications(ids));
-    await client.query(`PREPARE carried(uuid[]) AS ${built.sql}`);
-    const literal = `'{${ids.join(',')}}'`;
+    // The ids go in once per lookup (by message id, and by primary key for a direct message).
+    const types = built.params.map(() => 'uuid[]').join(', ');
+    await client.query(`PREPARE carried(${types}) AS ${built.sql}`);
+    const literal = built.params.map(() => `'{${ids.join(',')}}'`).join(', ');
     const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
       `EXPLAIN (FORMAT JSON) EXECUTE carried(${literal})`,
     );
