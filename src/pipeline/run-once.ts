@@ -128,7 +128,12 @@ export async function runCycleOnce(
     );
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      sql`SELECT status, count(*)::int AS n FROM messages WHERE id IN ${carriers}
+      // A direct message not yet sent has no row (deferred-messages.ts): it is pending.
+      sql`SELECT status, sum(n)::int AS n FROM (
+            SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status
+            UNION ALL
+            SELECT 'pending', count(*) FROM deliveries d
+            WHERE d.cycle_id = ${cycleId} AND ${DEFERRED_UNWRITTEN}) c
           GROUP BY status`,
     );
     return {
