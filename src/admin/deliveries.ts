@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
-import { carriedBy } from '../pipeline/deferred-messages.js';
+import { carriedBy, MESSAGE_STATUS } from '../pipeline/deferred-messages.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 
@@ -121,10 +121,14 @@ function toListing(row: ListingRow): DeliveryListing {
   };
 }
 
+/**
+ * The status shown for notification `d` of message `m` (LEFT JOINed): `held` while the message
+ * collects, pending while a direct message has no row yet (src/pipeline/deferred-messages.ts).
+ */
+export const SHOWN_STATUS = sql`CASE WHEN m.status = 'open' THEN 'held' ELSE ${MESSAGE_STATUS} END`;
+
 const LISTING_COLUMNS = sql`
-  d.id, d.message_id, m.hold, d.created_at,
-  -- No message row yet: a deferred first attempt (src/pipeline/deferred-messages.ts).
-  CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END AS status,
+  d.id, d.message_id, m.hold, d.created_at, ${SHOWN_STATUS} AS status,
   coalesce(m.attempts, 0) AS attempts, d.channel,
   s.robot_kind, s.robot_url, d.subscriber_id, coalesce(s.email, s.webhook_url) AS subscriber,
   s.active AND s.unsubscribed_at IS NULL AS subscriber_active,
@@ -156,8 +160,7 @@ export async function listDeliveries(
   filter: DeliveryFilter = {},
 ): Promise<DeliveryListing[]> {
   const conditions: SQL[] = [];
-  if (filter.status)
-    conditions.push(sql`coalesce(m.status, 'pending') = ${storedStatus(filter.status)}`);
+  if (filter.status) conditions.push(sql`${MESSAGE_STATUS} = ${storedStatus(filter.status)}`);
   if (filter.subscriber) {
     conditions.push(
       subscriberMatches(filter.subscriber, await robotsDescribedAs(db, filter.subscriber)),

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { pino, type DestinationStream } from 'pino';
+import { SHOWN_STATUS } from '../admin/deliveries.js';
 import { applySeed } from '../admin/seed.js';
 import { describeRobot } from '../channels/robot-identity.js';
 import { generateWebhookSecret } from '../admin/seed-validate.js';
@@ -304,7 +305,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       }
       const byChannel = await queryRows<DeliveryCount>(
         ctx.db,
-        sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END AS status,
+        sql`SELECT d.channel, ${SHOWN_STATUS} AS status,
               count(*)::int AS count
             FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
             WHERE d.cycle_id = ${summary.cycle} GROUP BY 1, 2 ORDER BY 1, 2`,
@@ -365,7 +366,7 @@ async function summarize(input: {
   ) as Record<EventType, number>;
   const deliveries = await queryRows<DeliveryCount>(
     input.ctx.db,
-    sql`SELECT d.channel, CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END AS status,
+    sql`SELECT d.channel, ${SHOWN_STATUS} AS status,
           count(*)::int AS count
         FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
         GROUP BY 1, 2 ORDER BY 1, 2`,

@@ -42,6 +42,12 @@ export function carriedBy(ids: SQL): SQL {
 }
 
 /**
+ * The status of notification `d`'s message `m`, joined with a LEFT JOIN: a direct message
+ * without its row yet is pending.
+ */
+export const MESSAGE_STATUS = sql`coalesce(m.status, 'pending')`;
+
+/**
  * Whether notification `d` is a deferred message without its row yet: pending, its first
  * attempt not made. A message of one notification takes that notification's id, and only a
  * deferred one is ever without a row.

@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { DEFERRED_UNWRITTEN } from './deferred-messages.js';
+import { DEFERRED_UNWRITTEN, MESSAGE_STATUS } from './deferred-messages.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
@@ -122,7 +122,7 @@ export async function runCycleOnce(
     const cycle = await readCycle(ctx, cycleId);
     const notifications = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      sql`SELECT coalesce(m.status, 'pending') AS status, count(*)::int AS n
+      sql`SELECT ${MESSAGE_STATUS} AS status, count(*)::int AS n
           FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
           WHERE d.cycle_id = ${cycleId} GROUP BY 1`,
     );

@@ -15,7 +15,12 @@ import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import { v7Warning } from '../../src/simulator/index.js';
-import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import {
+  deliverOne,
+  firstJobOf,
+  startPipelineHarness,
+  type PipelineHarness,
+} from '../support/pipeline.js';
 
 /**
  * A check enqueues one deliver job per batch of messages (src/pipeline/deliver.ts), the batches
@@ -63,11 +68,8 @@ describe('deliver jobs carrying many rows', () => {
   function rowsAt(place: string): Promise<Row[]> {
     return queryRows<Row>(
       h.database.db,
-      // A direct message's first job is its batch's (src/pipeline/deferred-messages.ts).
       sql`SELECT d.id, d.message_id, d.channel, m.status, m.attempts,
-            coalesce(m.first_job_id, (SELECT b.job_id FROM first_attempt_batches b
-                                      WHERE d.id = ANY(b.message_ids))) AS first_job_id,
-            m.claimed_until
+            ${firstJobOf(sql`d.message_id`)} AS first_job_id, m.claimed_until
           FROM deliveries d JOIN messages m ON m.id = d.message_id
           WHERE d.place_id = ${place} ORDER BY d.id`,
     );

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../src/config.js';
 import { queryRows } from '../../src/db/client.js';
@@ -10,6 +10,7 @@ import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
 import { deletePrefixKeys } from '../../src/pipeline/queues.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
+import { SHOWN_STATUS } from '../../src/admin/deliveries.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import {
   startSimulator,
@@ -218,9 +219,7 @@ export async function startPipelineHarness(
         database.db,
         sql`SELECT d.id, d.message_id, coalesce(s.email, s.name) AS subscriber, d.warning_id,
               d.event_type, d.channel,
-              -- No message row: a deferred first attempt, pending (deferred-messages.ts).
-              CASE WHEN m.status = 'open' THEN 'held' ELSE coalesce(m.status, 'pending') END
-                AS status, coalesce(m.attempts, 0) AS attempts, m.last_error
+              ${SHOWN_STATUS} AS status, coalesce(m.attempts, 0) AS attempts, m.last_error
             FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
             LEFT JOIN messages m ON m.id = d.message_id
             ORDER BY d.created_at, subscriber, d.warning_id, d.event_type`,
@@ -260,6 +259,16 @@ const groupWindow = (group: GroupMode | undefined): number | null =>
   typeof group === 'object' ? group.windowSeconds : null;
 
 /**
+ * The job that owns message `id`'s first attempt (an SQL expression of type uuid): its row's
+ * `first_job_id`, or for a direct message without a row yet, its batch's job
+ * (src/pipeline/deferred-messages.ts).
+ */
+export function firstJobOf(id: SQL): SQL {
+  return sql`coalesce((SELECT f.first_job_id FROM messages f WHERE f.id = ${id}),
+    (SELECT b.job_id FROM first_attempt_batches b WHERE ${id} = ANY(b.message_ids)))`;
+}
+
+/**
  * One deliver job for one message, and what it did with it: run as the job that owns the
  * message's first attempt, when one does, as BullMQ would run that job.
  */
@@ -267,13 +276,9 @@ export async function deliverOne(
   ctx: PipelineContext,
   messageId: string,
 ): Promise<'sent' | 'retrying' | 'dead' | 'released' | 'waiting' | 'skipped'> {
-  // A deferred message (no row yet) is owned by its batch's job.
   const [owner] = await queryRows<{ first_job_id: string | null }>(
     ctx.db,
-    sql`SELECT coalesce(
-          (SELECT first_job_id FROM messages WHERE id = ${messageId}),
-          (SELECT job_id FROM first_attempt_batches WHERE ${messageId} = ANY(message_ids)))
-          AS first_job_id`,
+    sql`SELECT ${firstJobOf(sql`${messageId}::uuid`)} AS first_job_id`,
   );
   const r = await runDeliver(ctx, { messageIds: [messageId] }, owner?.first_job_id ?? undefined);
   for (const outcome of ['sent', 'retrying', 'dead'] as const) {
