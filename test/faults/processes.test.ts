@@ -49,6 +49,47 @@ describe('worker processes killed with SIGKILL', () => {
     expectNothingLostOrSplit(outcome);
   });
 
+  it('workers killed while cycle emails collect and go lose and repeat nothing', async () => {
+    // The email default: what a cycle owes a subscriber goes in one email when the cycle's
+    // checks are done. Kills land between a check joining a cycle message, the cycle's release
+    // and the batch job that sends it.
+    const seed = 7003;
+    const rng = createRng(seed);
+    run = await startFaultRun(seed, {
+      extraPhases: 2,
+      emailSubscribers: 40,
+      webhookSubscribers: 6,
+      emailGroup: 'cycle',
+    });
+    const r = run;
+    r.showPhase(0);
+    r.startWorker();
+    let victim = r.startWorker();
+
+    const phases = (async () => {
+      for (let phase = 0; phase < r.plan.phases.length; phase += 1) {
+        if (phase > 0) r.showPhase(phase);
+        await r.waitForPhase(phase, 120_000);
+      }
+    })();
+    for (let kill = 0; kill < 12; kill += 1) {
+      await sleep(rng.int(100, 900));
+      await victim.kill9();
+      victim = r.startWorker();
+    }
+    await phases;
+    await r.settle({ timeoutMs: 120_000 });
+    const outcome = await r.outcome();
+    const grouped = await carriedByOthers(r);
+    report('kill -9 one of two workers, 12 times, emails grouped by cycle', outcome, {
+      kills: 12,
+      grouped,
+    });
+    expectNothingLostOrSplit(outcome);
+    // Grouping happened: some emails carried more than one notification.
+    expect(grouped).toBeGreaterThan(0);
+  });
+
   it('the only worker killed mid-cycle and restarted loses nothing', async () => {
     const seed = 7002;
     run = await startFaultRun(seed, { places: 24, emailSubscribers: 24, webhookSubscribers: 8 });
@@ -79,4 +120,14 @@ async function waitForSomeSent(r: FaultRun, n: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`fewer than ${n} deliveries sent in 60 s`);
     await sleep(50);
   }
+}
+
+/** Notifications sent in an email that carries others too. */
+async function carriedByOthers(r: FaultRun): Promise<number> {
+  const perMessage = new Map<string, number>();
+  for (const row of await r.ledger()) {
+    if (row.channel === 'email')
+      perMessage.set(row.message_id, (perMessage.get(row.message_id) ?? 0) + 1);
+  }
+  return [...perMessage.values()].filter((n) => n > 1).reduce((a, n) => a + n, 0);
 }

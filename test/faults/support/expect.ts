@@ -8,6 +8,7 @@ export function expectNothingLostOrSplit(outcome: Outcome, o: { allowDead?: bool
   expect(outcome.unexpected).toEqual([]);
   expect(outcome.wronglyDead).toEqual([]);
   expect(outcome.splitIds).toEqual([]);
+  expect(outcome.unreceived).toEqual([]);
   if (!o.allowDead) expect(outcome.delivered).toBe(outcome.owed);
   else expect(outcome.delivered + outcome.dead).toBe(outcome.owed);
   // Storms only issue and update warnings: a cancel or an expiry would be made up.

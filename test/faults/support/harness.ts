@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { queryRows } from '../../../src/db/client.js';
 import type { Runtime } from '../../../src/pipeline/runtime.js';
+import { messageIdFor } from '../../../src/channels/email.js';
 import { runSweep } from '../../../src/pipeline/sweep.js';
 import { waitUntil } from '../../support/wait.js';
 import type { ScriptedResponse } from '../../support/webhook-receiver.js';
@@ -64,6 +65,8 @@ export interface Outcome {
   duplicates: number;
   /** Notifications received under more than one webhook-id or Message-ID. */
   splitIds: string[];
+  /** Notifications the ledger marks sent whose message (by its id) no receiver accepted. */
+  unreceived: string[];
   /** Events by type in the store. */
   events: Record<string, number>;
   deadReasons: Record<string, number>;
@@ -156,9 +159,20 @@ function warningIdInText(text: string | undefined): string {
   return ids?.[ids.length - 1] ?? '?';
 }
 
+export interface FaultRunOptions extends StormOptions {
+  env?: Record<string, string>;
+  /**
+   * How the email subscribers group (default `'none'`: one email per notification, counted and
+   * keyed by content). With `'cycle'`, the email default, an email carries what one cycle owes
+   * its subscriber: emails are then counted by Message-ID, and a notification is in one message
+   * by the ledger's shape (each row names one message).
+   */
+  emailGroup?: 'none' | 'cycle';
+}
+
 export async function startFaultRun(
   seed: number,
-  options: StormOptions & { env?: Record<string, string> } = {},
+  options: FaultRunOptions = {},
 ): Promise<FaultRun> {
   process.stdout.write(`seed ${seed}\n`);
   const plan = planStorm(seed, options);
@@ -169,9 +183,9 @@ export async function startFaultRun(
   const db = h.database.db;
 
   // The storm's places and subscriptions, inserted with SQL as an admin would; its subscribers
-  // through the pipeline harness, named by their address. The email subscribers do not group
-  // (`'none'`): these runs check each notification's delivery under faults, and count and key
-  // the emails received (SMTP rejections, content keys) as one email per notification.
+  // through the pipeline harness, named by their address, the email subscribers grouped as
+  // `options.emailGroup` says.
+  const emailGroup = options.emailGroup ?? 'none';
   await db.execute(sql`
     INSERT INTO places (id, name)
     SELECT * FROM unnest(${sql.param(plan.places.map((p) => p.id))}::text[],
@@ -179,7 +193,7 @@ export async function startFaultRun(
   for (const s of plan.subscribers) {
     const id =
       s.channel === 'email'
-        ? await h.addEmailSubscriber(s.address, [], {}, 'none')
+        ? await h.addEmailSubscriber(s.address, [], {}, emailGroup)
         : await h.addWebhookSubscriber(s.address, []);
     await db.execute(sql`
       INSERT INTO subscriptions (subscriber_id, place_id, min_level, types, events)
@@ -296,6 +310,7 @@ export async function startFaultRun(
         sends: 0,
         duplicates: 0,
         splitIds: [],
+        unreceived: [],
         events: {},
         deadReasons: {},
         crashes: workers
@@ -321,6 +336,27 @@ export async function startFaultRun(
       }
       for (const key of byKey.keys()) if (!owed.has(key)) result.unexpected.push(key);
 
+      // Sent in the ledger, taken by its receiver: the message id of each sent notification,
+      // under its subscriber's address, among what the SMTP sink or the receiver accepted.
+      const received = new Set<string>();
+      for (const mail of h.smtp.messages) {
+        for (const to of mail.envelope.to) received.add(`${to} ${mail.messageId ?? '?'}`);
+      }
+      for (const request of acceptedWebhooks()) {
+        received.add(`${request.path} ${String(request.headers['webhook-id'])}`);
+      }
+      for (const row of rows) {
+        if (row.status !== 'sent') continue;
+        // The sink keeps a Message-ID without its angle brackets.
+        const id =
+          row.channel === 'email'
+            ? messageIdFor(row.message_id).replace(/^<|>$/g, '')
+            : row.message_id;
+        if (!received.has(`${row.subscriber} ${id}`)) {
+          result.unreceived.push(`${owedKey(row.subscriber, row.warning_id, row.event_type)}`);
+        }
+      }
+
       // What the receivers accepted, keyed by content (who, which warning, which event), each
       // with the ids it came under: two ids for one content is a notification sent twice over.
       const idsByContent = new Map<string, Map<string, number>>();
@@ -330,10 +366,12 @@ export async function startFaultRun(
         idsByContent.set(content, ids);
       };
       for (const mail of h.smtp.messages) {
-        count(
-          `${mail.envelope.to.join(',')} ${mail.subject ?? ''} ${warningIdInText(mail.parsed.text)}`,
-          mail.messageId ?? '?',
-        );
+        // A grouped email's content is several warnings; its Message-ID is what it is once.
+        const content =
+          emailGroup === 'none'
+            ? `${mail.subject ?? ''} ${warningIdInText(mail.parsed.text)}`
+            : (mail.messageId ?? '?');
+        count(`${mail.envelope.to.join(',')} ${content}`, mail.messageId ?? '?');
       }
       for (const request of acceptedWebhooks()) {
         const body = request.json as { type?: string; data?: { warning?: { id?: string } } };
@@ -388,6 +426,7 @@ export function report(fault: string, outcome: Outcome, extra: Record<string, un
     lost: outcome.lost.length,
     unexpected: outcome.unexpected.length,
     splitIds: outcome.splitIds.length,
+    unreceived: outcome.unreceived.length,
     crashes: outcome.crashes.length,
     sends: outcome.sends,
     events: outcome.events,
