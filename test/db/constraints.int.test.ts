@@ -135,7 +135,24 @@ describe('database constraints', () => {
     expect(kept.rows[0]!.n).toBe(0);
   });
 
-  it('takes the deliveries along when their event or subscriber is deleted', async () => {
+  it('refuses a delivery whose subscriber does not exist, among rows whose subscribers do', async () => {
+    const subscriber = await dutySubscriber();
+    const [event] = await insertEvents('w11');
+    const missing = '00000000-0000-4000-8000-000000000001';
+    const insert = `${INSERT_DELIVERIES} VALUES (gen_random_uuid(), '${subscriber}', ${event}, '101210101', 'w11', 'new', 'email'),
+             (gen_random_uuid(), '${missing}', ${event}, '101210101', 'w11', 'new', 'email')`;
+    await expect(sql.client.query(insert)).rejects.toMatchObject({
+      constraint: 'deliveries_subscriber_exists',
+      code: '23503',
+      message: `delivery refers to subscriber ${missing}, which does not exist`,
+    });
+    const kept = await sql.client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM deliveries WHERE warning_id = 'w11'`,
+    );
+    expect(kept.rows[0]!.n).toBe(0);
+  });
+
+  it('takes the deliveries along when their event or subscriber is deleted, and its messages', async () => {
     const subscriber = await sql.client.query<{ id: string }>(
       `INSERT INTO subscribers (email) VALUES ('leaving@example.com') RETURNING id`,
     );
@@ -159,7 +176,21 @@ describe('database constraints', () => {
     await sql.client.query(`DELETE FROM events WHERE id = ANY($1::bigint[])`, [[gone, alsoGone]]);
     expect(await ledger()).toEqual(['w4']);
 
+    // Its messages go too (migration 0015): a sent one and one still pending.
+    await sql.client.query(
+      `INSERT INTO messages (subscriber_id, channel, status) VALUES ($1, 'email', 'sent'), ($1, 'email', 'pending')`,
+      [subscriber.rows[0]!.id],
+    );
+    const messagesLeft = async () =>
+      (
+        await sql.client.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM messages WHERE subscriber_id = $1`,
+          [subscriber.rows[0]!.id],
+        )
+      ).rows[0]!.n;
+    expect(await messagesLeft()).toBe(2);
     await sql.client.query(`DELETE FROM subscribers WHERE id = $1`, [subscriber.rows[0]!.id]);
     expect(await ledger()).toEqual([]);
+    expect(await messagesLeft()).toBe(0);
   });
 });
