@@ -9,6 +9,7 @@ import { filterAccepts } from '../src/domain/filters.js';
 import type { Warning } from '../src/domain/warning.js';
 import type { PipelineContext } from '../src/pipeline/context.js';
 import { BATCH_UNWRITTEN } from '../src/pipeline/deferred-messages.js';
+import { createdInCycle } from '../src/pipeline/ledger-lookups.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';
 import type { BenchData, ScenarioState } from './data.js';
@@ -176,7 +177,8 @@ async function waitForFirstAttempts(
   };
   const [created] = await queryRows<{ n: number }>(
     env.ctx.db,
-    sql`SELECT count(DISTINCT message_id)::int AS n FROM deliveries WHERE cycle_id = ${cycleId}`,
+    sql`SELECT count(DISTINCT d.message_id)::int AS n FROM deliveries d
+        WHERE ${createdInCycle(cycleId)}`,
   );
   const expected = created?.n ?? 0;
   let askedAt = Date.now();

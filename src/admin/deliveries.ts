@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
-import { carriedBy, MESSAGE_STATUS } from '../pipeline/deferred-messages.js';
+import { MESSAGE_STATUS } from '../pipeline/deferred-messages.js';
+import { carriedBy } from '../pipeline/ledger-lookups.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 

@@ -357,6 +357,10 @@ export const deliveries = pgTable(
      * event is refused (0006), and deleting an event deletes its deliveries (0005).
      */
     eventId: bigint('event_id', { mode: 'number' }).notNull(),
+    /**
+     * The cycle whose check wrote it, as its event's. Not indexed: readers go through the events
+     * of the cycle (`createdInCycle`, src/pipeline/ledger-lookups.ts; migration 0016).
+     */
     cycleId: uuid('cycle_id'),
     placeId: text('place_id').notNull(),
     warningId: text('warning_id').notNull(),
@@ -383,7 +387,6 @@ export const deliveries = pgTable(
     // An event's deliveries: retention asks whether any is left, and the trigger of 0005
     // deletes them with the event, without reading the whole table.
     index('deliveries_event_idx').on(t.eventId),
-    index('deliveries_cycle_idx').on(t.cycleId),
     index('deliveries_created_idx').on(t.createdAt),
     check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
     check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook', 'robot')`),

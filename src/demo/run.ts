@@ -13,7 +13,7 @@ import { queryRows } from '../db/client.js';
 import { EVENT_TYPES, type EventType } from '../domain/detect.js';
 import { createLogger, scrub } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
-import { carriedBy } from '../pipeline/deferred-messages.js';
+import { carriedBy, createdInCycle } from '../pipeline/ledger-lookups.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import { deletePrefixKeys } from '../pipeline/queues.js';
@@ -308,7 +308,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         sql`SELECT d.channel, ${SHOWN_STATUS} AS status,
               count(*)::int AS count
             FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
-            WHERE d.cycle_id = ${summary.cycle} GROUP BY 1, 2 ORDER BY 1, 2`,
+            WHERE ${createdInCycle(summary.cycle)} GROUP BY 1, 2 ORDER BY 1, 2`,
       );
       print(
         `      delivered ${byChannel.length ? byChannel.map((d) => `${d.channel} ${d.count} ${d.status}`).join(' · ') : 'nothing: no subscriber is owed a notification'}`,

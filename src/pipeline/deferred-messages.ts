@@ -32,16 +32,6 @@ export function deferredOwned(ids: SQL, jobId: string): SQL {
 }
 
 /**
- * The notifications `d` of the messages `ids` (an SQL expression of type uuid[]). A direct
- * notification is its own message and is found by primary key; `deliveries_message_idx` holds
- * only notifications carried by another message (migration 0014).
- */
-export function carriedBy(ids: SQL): SQL {
-  return sql`((d.message_id = ANY(${ids}) AND d.message_id <> d.id)
-    OR (d.id = ANY(${ids}) AND d.message_id = d.id))`;
-}
-
-/**
  * The status of notification `d`'s message `m`, joined with a LEFT JOIN: a direct message
  * without its row yet is pending.
  */

@@ -14,7 +14,7 @@ import {
   type OpenMessage,
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
-import { carriedBy } from './deferred-messages.js';
+import { carriedBy } from './ledger-lookups.js';
 import { FIRST_ATTEMPT_BATCH, firstAttemptJob, type Channel } from './deliver.js';
 import type { Tx } from './warning-store.js';
 

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
 import { DEFERRED_UNWRITTEN, MESSAGE_STATUS } from './deferred-messages.js';
+import { createdInCycle } from './ledger-lookups.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
@@ -99,7 +100,7 @@ export async function runCycleOnce(
     }
     // The cycle's messages that are due (a held one waits for its hold to end) and the released.
     const releasedIds = sql.param(released.map((m) => m.id));
-    const carriers = sql`(SELECT d.message_id FROM deliveries d WHERE d.cycle_id = ${cycleId}
+    const carriers = sql`(SELECT d.message_id FROM deliveries d WHERE ${createdInCycle(cycleId)}
                           UNION SELECT unnest(${releasedIds}::uuid[]))`;
     await waitFor(
       async () => {
@@ -112,7 +113,7 @@ export async function runCycleOnce(
                 AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
                      OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
             + (SELECT count(*)::int FROM deliveries d
-               WHERE d.cycle_id = ${cycleId} AND ${DEFERRED_UNWRITTEN}) AS n`,
+               WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}) AS n`,
         );
         return (row?.n ?? 0) === 0;
       },
@@ -124,7 +125,7 @@ export async function runCycleOnce(
       ctx.db,
       sql`SELECT ${MESSAGE_STATUS} AS status, count(*)::int AS n
           FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
-          WHERE d.cycle_id = ${cycleId} GROUP BY 1`,
+          WHERE ${createdInCycle(cycleId)} GROUP BY 1`,
     );
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,
@@ -133,7 +134,7 @@ export async function runCycleOnce(
             SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status
             UNION ALL
             SELECT 'pending', count(*) FROM deliveries d
-            WHERE d.cycle_id = ${cycleId} AND ${DEFERRED_UNWRITTEN}) c
+            WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}) c
           GROUP BY status`,
     );
     return {

@@ -4,7 +4,11 @@ import { queryRows } from '../../src/db/client.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { v1IdOf } from '../../src/simulator/v7-in-v1.js';
 import { startWorkerProcess, type WorkerProcess } from '../ops/worker-process.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import {
+  startPipelineHarness,
+  type PipelineHarness,
+  notificationsOutsideTheirEventsCycle,
+} from '../support/pipeline.js';
 
 /**
  * QWEATHER_ALERT_SOURCE=auto (the default) over real HTTP against the simulator: warnings told
@@ -149,5 +153,9 @@ describe('the auto source across the retirement of v7', () => {
     expect(metrics).toContain('qwn_upstream_source{source="v7"} 0');
     expect(h.sim.requests().byOperation.warningList).toBe(0);
     expect(h.sim.requests().byOperation.weatherAlert).toBeGreaterThan(0);
+  });
+
+  it("wrote each notification with its event's cycle, by which a cycle's are found", async () => {
+    expect(await notificationsOutsideTheirEventsCycle(h.database.db)).toEqual([]);
   });
 });

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v7Warning } from '../../src/simulator/index.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import {
+  startPipelineHarness,
+  type PipelineHarness,
+  notificationsOutsideTheirEventsCycle,
+} from '../support/pipeline.js';
 
 const HANGZHOU = '101210101';
 const NINGBO = '101210401';
@@ -200,5 +204,9 @@ describe('poll --once over a warning timeline', () => {
         .map((d) => d.id)
         .sort(),
     );
+  });
+
+  it("wrote each notification with its event's cycle, by which a cycle's are found", async () => {
+    expect(await notificationsOutsideTheirEventsCycle(h.database.db)).toEqual([]);
   });
 });

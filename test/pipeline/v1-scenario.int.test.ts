@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { v1Alert } from '../../src/simulator/index.js';
 import { startV1Harness, type V1Harness } from './v1-harness.js';
+import { notificationsOutsideTheirEventsCycle } from '../support/pipeline.js';
 
 const HANGZHOU = '101210101';
 const XIHU = '101210113';
@@ -255,5 +256,9 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     expect(summary.upstreamErrors).toBe(3);
     expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
     expect(await v.h.deliveries()).toEqual(before);
+  });
+
+  it("wrote each notification with its event's cycle, by which a cycle's are found", async () => {
+    expect(await notificationsOutsideTheirEventsCycle(v.h.database.db)).toEqual([]);
   });
 });

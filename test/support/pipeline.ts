@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { sql, type SQL } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../src/config.js';
-import { queryRows } from '../../src/db/client.js';
+import { queryRows, type Db } from '../../src/db/client.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
@@ -257,6 +257,20 @@ const groupMode = (group: GroupMode | undefined): string | null =>
   group === undefined ? null : typeof group === 'string' ? group : 'window';
 const groupWindow = (group: GroupMode | undefined): number | null =>
   typeof group === 'object' ? group.windowSeconds : null;
+
+/**
+ * Notifications whose cycle is not their event's. `createdInCycle` (src/pipeline/ledger-lookups.ts)
+ * finds a cycle's notifications through its events, so there must be none.
+ */
+export async function notificationsOutsideTheirEventsCycle(db: Db): Promise<string[]> {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    sql`SELECT d.id FROM deliveries d
+        WHERE NOT EXISTS (SELECT 1 FROM events e
+                          WHERE e.id = d.event_id AND e.cycle_id IS NOT DISTINCT FROM d.cycle_id)`,
+  );
+  return rows.map((r) => r.id);
+}
 
 /**
  * The job that owns message `id`'s first attempt (an SQL expression of type uuid): its row's
