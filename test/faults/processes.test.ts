@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRng } from './support/storm.js';
+import { createRng, type Rng } from './support/storm.js';
 import { expectNothingLostOrSplit } from './support/expect.js';
 import { report, startFaultRun, type FaultRun } from './support/harness.js';
 
@@ -26,23 +26,7 @@ describe('worker processes killed with SIGKILL', () => {
       webhookSubscribers: 15,
     });
     const r = run;
-    r.showPhase(0);
-    r.startWorker();
-    let victim = r.startWorker();
-
-    let phase = 0;
-    const phases = (async () => {
-      for (phase = 0; phase < r.plan.phases.length; phase += 1) {
-        if (phase > 0) r.showPhase(phase);
-        await r.waitForPhase(phase, 120_000);
-      }
-    })();
-    for (let kill = 0; kill < 20; kill += 1) {
-      await sleep(rng.int(100, 900));
-      await victim.kill9();
-      victim = r.startWorker();
-    }
-    await phases;
+    await killOneOfTwoWhileThePhasesRun(r, rng, 20);
     await r.settle({ timeoutMs: 120_000 });
     const outcome = await r.outcome();
     report('kill -9 one of two workers, 20 times', outcome, { kills: 20 });
@@ -62,22 +46,7 @@ describe('worker processes killed with SIGKILL', () => {
       emailGroup: 'cycle',
     });
     const r = run;
-    r.showPhase(0);
-    r.startWorker();
-    let victim = r.startWorker();
-
-    const phases = (async () => {
-      for (let phase = 0; phase < r.plan.phases.length; phase += 1) {
-        if (phase > 0) r.showPhase(phase);
-        await r.waitForPhase(phase, 120_000);
-      }
-    })();
-    for (let kill = 0; kill < 12; kill += 1) {
-      await sleep(rng.int(100, 900));
-      await victim.kill9();
-      victim = r.startWorker();
-    }
-    await phases;
+    await killOneOfTwoWhileThePhasesRun(r, rng, 12);
     await r.settle({ timeoutMs: 120_000 });
     const outcome = await r.outcome();
     const grouped = await carriedByOthers(r);
@@ -130,4 +99,26 @@ async function carriedByOthers(r: FaultRun): Promise<number> {
       perMessage.set(row.message_id, (perMessage.get(row.message_id) ?? 0) + 1);
   }
   return [...perMessage.values()].filter((n) => n > 1).reduce((a, n) => a + n, 0);
+}
+
+/**
+ * Two workers; the storm's phases shown one after another, each waited for until detected, while
+ * one worker is killed `kills` times at random moments and replaced each time.
+ */
+async function killOneOfTwoWhileThePhasesRun(r: FaultRun, rng: Rng, kills: number): Promise<void> {
+  r.showPhase(0);
+  r.startWorker();
+  let victim = r.startWorker();
+  const phases = (async () => {
+    for (let phase = 0; phase < r.plan.phases.length; phase += 1) {
+      if (phase > 0) r.showPhase(phase);
+      await r.waitForPhase(phase, 120_000);
+    }
+  })();
+  for (let kill = 0; kill < kills; kill += 1) {
+    await sleep(rng.int(100, 900));
+    await victim.kill9();
+    victim = r.startWorker();
+  }
+  await phases;
 }
