@@ -6,6 +6,7 @@ import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
 import { deliverPayload, EMAIL_DELIVER_JOBS, runDeliver } from './deliver.js';
+import { JobFailureLog } from './job-failure-log.js';
 import { pollPayload, runPoll } from './poll.js';
 import type { QueueName } from './queues.js';
 import { runSweep, sweepPayload } from './sweep.js';
@@ -101,6 +102,7 @@ export function startWorkers(
     'deliver-email': EMAIL_DELIVER_JOBS,
     sweep: 1,
   };
+  const failures = new JobFailureLog(ctx.logger);
   const workers = queues.map((name) => {
     const definition = jobDefinition(name);
     const worker = new Worker(
@@ -129,10 +131,7 @@ export function startWorkers(
     // Without an 'error' listener a Redis hiccup would surface as an unhandled error.
     worker.on('error', (err) => ctx.logger.error({ err, queue: name }, 'worker error'));
     worker.on('failed', (job, err) =>
-      ctx.logger.warn(
-        { err, queue: name, jobId: job?.id, attempt: job?.attemptsMade },
-        'job failed',
-      ),
+      failures.failed({ queue: name, jobId: job?.id, attempt: job?.attemptsMade }, err),
     );
     return worker;
   });
@@ -150,6 +149,7 @@ export function startWorkers(
         ctx.logger.warn({ timeoutMs }, 'workers did not finish in time, forcing close');
         await Promise.all(workers.map((w) => w.close(true)));
       }
+      failures.flush();
     },
   };
 }
