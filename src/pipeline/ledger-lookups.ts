@@ -1,8 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 
 /**
- * How readers find notifications (`deliveries d`) by what they belong to, each through an index
- * the writes already keep, so that no lookup needs an index of its own on the hot insert.
+ * How readers find notifications (`deliveries d`) by what they belong to. Every index on
+ * `deliveries` costs an entry per notification of a storm, so each lookup says which index it
+ * goes through.
  */
 
 /**

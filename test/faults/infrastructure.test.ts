@@ -54,6 +54,36 @@ describe('Redis and Postgres failing under a running worker', () => {
     expectNothingLostOrSplit(outcome);
   });
 
+  it('Redis losing every key while cycle emails collect loses none of them', async () => {
+    // The email default groups by cycle: the flush takes the checks still queued, the delayed
+    // job that bounds each cycle email's wait and the release's batch jobs. The sweeper must
+    // find the emails from the ledger alone.
+    const seed = 7104;
+    run = await startFaultRun(seed, { ...STORM, emailGroup: 'cycle' });
+    const r = run;
+    r.showPhase(0);
+    r.startWorker();
+    await waitUntil(async () => (await r.ledger()).length >= 20, 'first notifications written');
+
+    const deleted = await deletePrefixKeys(r.redis(), r.h.prefix);
+    const atFlush = await r.ledger();
+    await r.waitForPhase(0, 60_000);
+    await r.settle({ timeoutMs: 120_000 });
+    const outcome = await r.outcome();
+    const grouped = (await r.ledger()).filter(
+      (row) => row.channel === 'email' && row.message_id !== row.id,
+    ).length;
+    report('Redis keys deleted while cycle emails collect', outcome, {
+      deleted,
+      writtenAtFlush: atFlush.length,
+      sentAtFlush: atFlush.filter((row) => row.status === 'sent').length,
+      grouped,
+    });
+    expect(deleted).toBeGreaterThan(0);
+    expect(grouped).toBeGreaterThan(0);
+    expectNothingLostOrSplit(outcome);
+  });
+
   it('Redis connections killed mid-cycle lose nothing', async () => {
     const seed = 7102;
     run = await startFaultRun(seed, STORM);
