@@ -13,7 +13,7 @@ import { createdInCycle } from '../src/pipeline/ledger-lookups.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';
 import type { BenchData, ScenarioState } from './data.js';
-import type { Channel } from '../src/pipeline/deliver.js';
+import type { Channel } from '../src/pipeline/deliver-queues.js';
 import { cpuSeconds, sampleMemory } from './procs.js';
 import type { BenchReceiver, BenchSmtp } from './sinks.js';
 import {

@@ -1,14 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
+import { ATTEMPT_UNDER_WAY, inactiveReason } from '../pipeline/deliver.js';
 import {
-  ATTEMPT_UNDER_WAY,
   deliverQueue,
   enqueueMessage,
-  inactiveReason,
   type Channel,
   type DeliverQueues,
-} from '../pipeline/deliver.js';
+} from '../pipeline/deliver-queues.js';
 import { DEFERRED_UNWRITTEN } from '../pipeline/deferred-messages.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {

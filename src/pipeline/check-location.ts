@@ -13,7 +13,7 @@ import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { enqueueFirstAttempts } from './deliver.js';
+import { enqueueFirstAttempts } from './deliver-queues.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {

@@ -25,7 +25,7 @@ import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { enqueueFirstAttempts } from './deliver.js';
+import { enqueueFirstAttempts } from './deliver-queues.js';
 import {
   insertNotifications,
   NOTHING_INSERTED,

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs, type Channel } from './deliver.js';
+import {
+  enqueueFirstAttempts,
+  firstAttemptJob,
+  removeHeldJobs,
+  type Channel,
+} from './deliver-queues.js';
 
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the

@@ -15,7 +15,7 @@ import {
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy } from './ledger-lookups.js';
-import { FIRST_ATTEMPT_BATCH, firstAttemptJob, type Channel } from './deliver.js';
+import { FIRST_ATTEMPT_BATCH, firstAttemptJob, type Channel } from './deliver-queues.js';
 import type { Tx } from './warning-store.js';
 
 /**
@@ -23,8 +23,9 @@ import type { Tx } from './warning-store.js';
  * id, event type) that a subscriber's filters let through (DESIGN invariant 2), each carried by
  * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
  * an hourly limit gets a message per notification under the notification's own id, planned into
- * a first-attempt batch in the same statement, its row written when it is sent (deferred-messages.ts); one who groups by cycle and nothing else joins the cycle's message in that
- * statement too; the others go through the scheduler (src/domain/schedule.ts).
+ * a first-attempt batch in the same statement, its row written when it is sent
+ * (deferred-messages.ts); one who groups by cycle and nothing else joins the cycle's message in
+ * that statement too; the others go through the scheduler (src/domain/schedule.ts).
  */
 
 /** A message a check just created, and the job that will carry its first attempt. */

@@ -4,7 +4,7 @@ import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
 import { BATCH_UNWRITTEN, writeDeferredMessages } from './deferred-messages.js';
-import { enqueueMessage, isJobLive, type Channel } from './deliver.js';
+import { enqueueMessage, isJobLive, type Channel } from './deliver-queues.js';
 import {
   DEFAULT_RETENTION_BATCH,
   DEFAULT_RETENTION_MAX_BATCHES,

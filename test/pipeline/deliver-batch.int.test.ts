@@ -2,13 +2,12 @@ import { sql } from 'drizzle-orm';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
+import { SEND_START_DEADLINE_MS, runDeliver } from '../../src/pipeline/deliver.js';
 import {
   DELIVER_JOB,
   deliverQueue,
   FIRST_ATTEMPT_BATCH,
-  SEND_START_DEADLINE_MS,
-  runDeliver,
-} from '../../src/pipeline/deliver.js';
+} from '../../src/pipeline/deliver-queues.js';
 import { deliverJobId, QUEUE_NAMES } from '../../src/pipeline/queues.js';
 import { JOB_LOCK_MS, JOBS } from '../../src/pipeline/workers.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';

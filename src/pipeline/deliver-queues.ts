@@ -1,0 +1,153 @@
+import type { Queue } from 'bullmq';
+import { sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import type { CreatedMessage } from './notification-ledger.js';
+import { deliverJobId, type Queues } from './queues.js';
+
+/**
+ * Where deliver jobs go and how they are named: the job's payload, the queue of each channel,
+ * the first-attempt batches a writer plans its messages into, and the enqueueing of a
+ * message's attempt. What a deliver job does with its messages is src/pipeline/deliver.ts.
+ */
+
+export const DELIVER_JOB = 'deliver';
+
+/** Most messages one deliver job may carry (a check's batches are smaller, see FIRST_ATTEMPT_BATCH). */
+export const MAX_DELIVER_BATCH = 200;
+
+export const deliverPayload = z.object({
+  messageIds: z.array(z.string().uuid()).min(1).max(MAX_DELIVER_BATCH),
+});
+export type DeliverPayload = z.infer<typeof deliverPayload>;
+
+/** A chat robot's channel is 'robot'; its vendor is the subscriber's `robot_kind`. */
+export type Channel = 'email' | 'webhook' | 'robot';
+export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
+
+/**
+ * Messages per first-attempt job, by channel. One job per message cost about 40 Redis commands
+ * and two Postgres transactions per notification (BENCHMARKS.md); a batch shares them. Emails go
+ * in smaller batches: a mail pool sends far fewer per second than a webhook client, and a
+ * claimed message should not wait long for its turn.
+ */
+export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, robot: 10, email: 10 };
+
+/**
+ * SQL for each row's first-attempt job, in a statement over rows with a `channel` column:
+ * `prefix`, the channel and the batch number, `FIRST_ATTEMPT_BATCH` rows per job in `orderBy`
+ * order. The writers of messages name their jobs in the statement that writes them.
+ */
+export function firstAttemptJob(prefix: string, channel: SQL, orderBy: SQL): SQL {
+  return sql`${prefix}::text || ${channel} ||
+    ((row_number() OVER (PARTITION BY ${channel} ORDER BY ${orderBy}) - 1) /
+      CASE ${channel} WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
+                      WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
+                      ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text`;
+}
+
+/** BullMQ states in which a job still runs by itself: an enqueue with its id would be ignored. */
+const LIVE_STATES = new Set(['waiting', 'active', 'prioritized', 'waiting-children']);
+
+export type DeliverQueues = Pick<Queues, 'deliverWebhook' | 'deliverEmail'>;
+
+/** The queue that carries a channel's deliver jobs; robot posts ride the webhook queue. */
+export function deliverQueue(queues: DeliverQueues, channel: Channel): Queue {
+  return channel === 'email' ? queues.deliverEmail : queues.deliverWebhook;
+}
+
+/**
+ * Adds the deliver job for a message's next attempt, `deliverJobId(id, attempts)`. A finished
+ * or delayed job can already hold that id (the message was redelivered, its attempts starting
+ * again from 0, or released early from a delay); BullMQ would silently drop the new job, so the
+ * old one is removed first. A live job with the id is left alone: it runs the attempt. Returns
+ * whether a job was added.
+ */
+export async function enqueueMessage(
+  queues: DeliverQueues,
+  message: { id: string; channel: Channel },
+  attempts: number,
+  delayMs = 0,
+): Promise<boolean> {
+  const queue = deliverQueue(queues, message.channel);
+  const jobId = deliverJobId(message.id, attempts);
+  const existing = await queue.getJob(jobId);
+  if (existing) {
+    if (LIVE_STATES.has(await existing.getState())) return false;
+    try {
+      await existing.remove();
+    } catch {
+      // Taken by a worker a moment ago: that job makes the attempt.
+      return false;
+    }
+  }
+  await queue.add(DELIVER_JOB, { messageIds: [message.id] } satisfies DeliverPayload, {
+    jobId,
+    ...(delayMs > 0 ? { delay: delayMs } : {}),
+  });
+  return true;
+}
+
+/**
+ * First attempts of the messages a check just committed, one job per planned batch in their
+ * channel's queue; a batch that collects (a cycle's messages, a quiet window's) is delayed until
+ * it is due. Whoever sends such a message earlier (the cycle's release, an urgent notification)
+ * leaves the delayed job nothing to claim; the sweeper finds a message whose job was lost.
+ */
+export async function enqueueFirstAttempts(
+  queues: DeliverQueues,
+  created: readonly CreatedMessage[],
+  now: Date,
+): Promise<void> {
+  for (const channel of CHANNELS) {
+    // A batch's messages share one due time.
+    const batches = new Map<string, { dueAt: number; messageIds: string[] }>();
+    for (const message of created) {
+      if (message.channel !== channel) continue;
+      const batch = batches.get(message.firstJobId);
+      if (batch) batch.messageIds.push(message.id);
+      else
+        batches.set(message.firstJobId, {
+          dueAt: message.dueAt.getTime(),
+          messageIds: [message.id],
+        });
+    }
+    if (batches.size === 0) continue;
+    await deliverQueue(queues, channel).addBulk(
+      [...batches].map(([jobId, { dueAt, messageIds }]) => ({
+        name: DELIVER_JOB,
+        data: { messageIds } satisfies DeliverPayload,
+        opts: { jobId, ...(dueAt > now.getTime() ? { delay: dueAt - now.getTime() } : {}) },
+      })),
+    );
+  }
+}
+
+/** Removes delayed jobs whose messages went sooner; one already running finds nothing to do. */
+export async function removeHeldJobs(
+  queues: DeliverQueues,
+  jobs: readonly { channel: Channel; jobId: string }[],
+): Promise<void> {
+  for (const { channel, jobId } of jobs) {
+    try {
+      await deliverQueue(queues, channel).remove(jobId);
+    } catch {
+      // Taken by a worker meanwhile: it claims nothing, the messages are no longer open.
+    }
+  }
+}
+
+/**
+ * Whether a job with this id will still run by itself: waiting, active, or delayed (a held batch
+ * not yet due, a failed run waiting for its retry). Such a job owns the first attempts planned
+ * into it, so nothing else may take them (`claim`).
+ */
+export async function isJobLive(
+  queues: DeliverQueues,
+  channel: Channel,
+  jobId: string,
+): Promise<boolean> {
+  const job = await deliverQueue(queues, channel).getJob(jobId);
+  if (!job) return false;
+  const state = await job.getState();
+  return LIVE_STATES.has(state) || state === 'delayed';
+}
