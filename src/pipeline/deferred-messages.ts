@@ -78,12 +78,25 @@ export async function writeDeferredMessages(db: Db, ids: readonly string[]): Pro
 }
 
 /**
- * The sent mark of deferred messages: their rows, inserted as sent at `ats`. One written
- * meanwhile (the sweeper handed it back while this send was under way) is marked sent as
- * `SentRecorder` marks any other.
+ * The sent mark of deferred messages: their rows, inserted as sent at `ats`. A plain insert
+ * unless `meetWritten`: each row of an `ON CONFLICT` insert is a speculative insertion (a lock
+ * and a WAL record more, 40 % more per row, BENCHMARKS.md item 41), and a deferred message
+ * rarely has a row by the time it is sent. When one does (a failure, a hand-back or a
+ * redelivery wrote it while the send was under way), the insert fails on its primary key and
+ * `SentRecorder` writes the marks again with `meetWritten`, which marks that row sent as any
+ * other.
  */
-export function insertSentDeferred(ids: readonly string[], ats: readonly Date[]): SQL {
+export function insertSentDeferred(
+  ids: readonly string[],
+  ats: readonly Date[],
+  options: { meetWritten: boolean },
+): SQL {
   const idParam = sql.param(ids);
+  const onConflict = options.meetWritten
+    ? sql`ON CONFLICT (id) DO UPDATE SET status = 'sent', sent_at = excluded.sent_at,
+      claimed_until = NULL, attempts = greatest(m.attempts, 1), last_error = NULL,
+      updated_at = now()`
+    : sql``;
   return sql`INSERT INTO messages AS m (id, subscriber_id, channel, status, attempts,
       next_attempt_at, sent_at, created_at, updated_at)
     SELECT d.id, d.subscriber_id, d.channel, 'sent', 1, d.created_at, v.at, d.created_at, now()
@@ -92,7 +105,5 @@ export function insertSentDeferred(ids: readonly string[], ats: readonly Date[])
     -- Looked up by primary key whatever the statistics say (see SentRecorder).
     JOIN deliveries d ON d.id = v.id AND d.id = ANY(${idParam}::uuid[])
     ORDER BY d.id
-    ON CONFLICT (id) DO UPDATE SET status = 'sent', sent_at = excluded.sent_at,
-      claimed_until = NULL, attempts = greatest(m.attempts, 1), last_error = NULL,
-      updated_at = now()`;
+    ${onConflict}`;
 }

@@ -44,14 +44,21 @@ export class SentRecorder {
   ) {
     this.#marks = new GroupCommit(
       async (marks) => {
-        const mark = markStatement(marks);
-        for (let attempt = 0; ; attempt += 1) {
+        let meetWritten = false;
+        let attempt = 0;
+        for (;;) {
           try {
-            await db.execute(mark);
+            await db.execute(markStatement(marks, { meetWritten }));
             return;
           } catch (err) {
+            // A deferred message that got its row meanwhile: not a failure, the other form.
+            if (!meetWritten && isUniqueViolation(err)) {
+              meetWritten = true;
+              continue;
+            }
             const pause = retryDelaysMs[attempt];
             if (pause === undefined) throw err;
+            attempt += 1;
             await sleep(pause);
           }
         }
@@ -75,8 +82,17 @@ interface Mark {
   deferred: boolean;
 }
 
+/** Postgres refused a row on a unique key (SQLSTATE 23505), under whatever wraps it. */
+function isUniqueViolation(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; depth += 1) {
+    if ((e as { code?: unknown }).code === '23505') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** One statement for a flush: the rows that exist are updated, the deferred ones inserted. */
-function markStatement(marks: readonly Mark[]): SQL {
+function markStatement(marks: readonly Mark[], options: { meetWritten: boolean }): SQL {
   const rows = marks.filter((m) => !m.deferred);
   // One row per id: an insert may not touch a row twice.
   const deferred = [...new Map(marks.filter((m) => m.deferred).map((m) => [m.id, m])).values()];
@@ -98,6 +114,7 @@ function markStatement(marks: readonly Mark[]): SQL {
     const written = insertSentDeferred(
       deferred.map((m) => m.id),
       deferred.map((m) => m.at),
+      options,
     );
     parts.push(sql`inserted AS (${written} RETURNING 1)`);
   }

@@ -1,4 +1,5 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { redeliver } from '../../src/admin/redeliver.js';
 import { getDeliveries } from '../../src/admin/deliveries.js';
@@ -226,20 +227,55 @@ describe('direct messages without a row until they are sent', () => {
 
   it('marks sent a message the sweeper wrote while its send was under way', async () => {
     const { batches } = await checkedWarning();
-    const [id] = batches.find((b) => b.channel === 'webhook')!.message_ids;
+    const [written, unwritten] = batches.find((b) => b.channel === 'webhook')!.message_ids;
     await h.database.db.execute(sql`
       INSERT INTO messages (id, subscriber_id, channel, status, attempts, first_job_id)
-      SELECT id, subscriber_id, channel, 'pending', 0, NULL FROM deliveries WHERE id = ${id!}`);
+      SELECT id, subscriber_id, channel, 'pending', 0, NULL FROM deliveries
+      WHERE id = ${written!}`);
+    // Both marks in one flush: the plain insert meets the written row and is refused on its
+    // key; the marks are written again in the form that meets it, the other row with them.
+    const statements: string[] = [];
+    const counting = {
+      execute: (query: SQL) => {
+        statements.push(new PgDialect().sqlToQuery(query).sql);
+        return h.database.db.execute(query);
+      },
+    };
     const at = new Date('2026-11-26T08:00:00Z');
-    await new SentRecorder(h.database.db, [], 0).markSent(id!, at, { deferred: true });
-    const [row] = await queryRows<{ status: string; attempts: number; sent_at: Date }>(
+    const recorder = new SentRecorder(counting, [], 10);
+    await Promise.all([
+      recorder.markSent(written!, at, { deferred: true }),
+      recorder.markSent(unwritten!, at, { deferred: true }),
+    ]);
+    const rows = await queryRows<{ id: string; status: string; attempts: number; sent_at: Date }>(
       h.database.db,
-      sql`SELECT status, attempts, sent_at FROM messages WHERE id = ${id!}`,
+      sql`SELECT id, status, attempts, sent_at FROM messages
+          WHERE id IN (${written!}, ${unwritten!})`,
     );
-    expect({ ...row, sent_at: new Date(row!.sent_at) }).toEqual({
-      status: 'sent',
-      attempts: 1,
-      sent_at: at,
-    });
+    expect(
+      rows
+        .map((r) => ({ ...r, sent_at: new Date(r.sent_at) }))
+        .sort((a, b) => (a.id < b.id ? -1 : 1)),
+    ).toEqual(
+      [written!, unwritten!].sort().map((id) => ({ id, status: 'sent', attempts: 1, sent_at: at })),
+    );
+    expect(statements.map((text) => text.includes('ON CONFLICT'))).toEqual([false, true]);
+  });
+
+  it('writes the sent rows of deferred messages with a plain insert when none has a row', async () => {
+    const { batches } = await checkedWarning();
+    const ids = batches.find((b) => b.channel === 'webhook')!.message_ids;
+    const statements: string[] = [];
+    const counting = {
+      execute: (query: SQL) => {
+        statements.push(new PgDialect().sqlToQuery(query).sql);
+        return h.database.db.execute(query);
+      },
+    };
+    const recorder = new SentRecorder(counting, [], 10);
+    await Promise.all(ids.map((id) => recorder.markSent(id, new Date(), { deferred: true })));
+    expect((await messageRows(ids)).map((r) => r.status)).toEqual(ids.map(() => 'sent'));
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).not.toContain('ON CONFLICT');
   });
 });
