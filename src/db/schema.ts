@@ -431,7 +431,8 @@ export const messages = pgTable(
       .on(t.subscriberId)
       .where(sql`${t.status} = 'open'`),
     index('messages_subscriber_sent_idx').on(t.subscriberId, t.sentAt),
-    index('messages_created_idx').on(t.createdAt),
+    // No index on created_at: retention removes a message in the statement that removes its
+    // last notification, found through `deliveries_created_idx` (migration 0017).
     check('messages_status', sql`${t.status} IN ('open', 'pending', 'sent', 'retrying', 'dead')`),
     check(
       'messages_hold',

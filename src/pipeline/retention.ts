@@ -34,16 +34,22 @@ export const DEFAULT_RETENTION_MAX_BATCHES = 10;
 
 interface RetentionStep {
   readonly table: string;
-  /** Deletes at most `batch` expired rows older than `cut`, returning one row per deletion. */
-  readonly prune: (db: Db, cut: Date, batch: number) => Promise<number>;
+  /**
+   * Deletes at most `batch` expired rows of `table` older than `cut`, and what goes with them;
+   * returns the rows deleted per table.
+   */
+  readonly prune: (db: Db, cut: Date, batch: number) => Promise<RetentionOutcome>;
 }
 
-async function deleted(db: Db, statement: SQL): Promise<number> {
+/** Namespaced so that no other advisory lock of qwn collides with it. */
+const RETENTION_LOCK = 'qwn-retention/notifications';
+
+async function deleted(db: Db, table: string, statement: SQL): Promise<RetentionOutcome> {
   const rows = await queryRows<{ n: number }>(
     db,
     sql`WITH gone AS (${statement} RETURNING 1) SELECT count(*)::int AS n FROM gone`,
   );
-  return rows[0]?.n ?? 0;
+  return { [table]: rows[0]?.n ?? 0 };
 }
 
 /**
@@ -61,34 +67,41 @@ const warningTracked = (alias: string) =>
 
 export const RETENTION_STEPS: readonly RetentionStep[] = [
   {
-    // Notifications: those whose message is finished (sent, or dead and past redelivery's
-    // window); a message still held, pending or retrying keeps every notification it carries.
+    // Notifications whose message is finished (sent, or dead), and each message with the last
+    // notification it carried; a message still held, pending or retrying keeps every
+    // notification it carries. Messages have no index on their age (migration 0017): none is
+    // left without notifications, so none has to be looked for. One sweep at a time: two
+    // removing different notifications of one message at once would each still see the other's
+    // and leave the message behind.
     table: 'deliveries',
     prune: (db, cut, batch) =>
-      deleted(
-        db,
-        sql`DELETE FROM deliveries WHERE id IN (
-              SELECT d.id FROM deliveries d
-              WHERE d.created_at < ${cut}
-                AND (SELECT m.status IN ('sent', 'dead') FROM messages m WHERE m.id = d.message_id)
-                AND NOT ${warningTracked('d')}
-              ORDER BY d.created_at
-              LIMIT ${batch})`,
-      ),
-  },
-  {
-    // A finished message goes with the last notification it carried.
-    table: 'messages',
-    prune: (db, cut, batch) =>
-      deleted(
-        db,
-        sql`DELETE FROM messages WHERE id IN (
-              SELECT m.id FROM messages m
-              WHERE m.created_at < ${cut} AND m.status IN ('sent', 'dead')
-                AND NOT (SELECT EXISTS (SELECT 1 FROM deliveries d WHERE ${carriedBy(sql`ARRAY[m.id]`)}))
-              ORDER BY m.created_at
-              LIMIT ${batch})`,
-      ),
+      db.transaction(async (tx) => {
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${RETENTION_LOCK}, 0))`);
+        const [row] = await queryRows<{ deliveries: number; messages: number }>(
+          tx,
+          sql`WITH gone AS (
+                DELETE FROM deliveries WHERE id IN (
+                  SELECT d.id FROM deliveries d
+                  WHERE d.created_at < ${cut}
+                    AND (SELECT m.status IN ('sent', 'dead') FROM messages m
+                         WHERE m.id = d.message_id)
+                    AND NOT ${warningTracked('d')}
+                  ORDER BY d.created_at
+                  LIMIT ${batch})
+                RETURNING id, message_id),
+              finished AS (
+                -- The statement still sees the rows it deletes: those are left out by id.
+                DELETE FROM messages m
+                WHERE m.id IN (SELECT message_id FROM gone) AND m.status IN ('sent', 'dead')
+                  AND NOT (SELECT EXISTS (
+                    SELECT 1 FROM deliveries d
+                    WHERE ${carriedBy(sql`ARRAY[m.id]`)} AND d.id NOT IN (SELECT id FROM gone)))
+                RETURNING 1)
+              SELECT (SELECT count(*)::int FROM gone) AS deliveries,
+                (SELECT count(*)::int FROM finished) AS messages`,
+        );
+        return { deliveries: row?.deliveries ?? 0, messages: row?.messages ?? 0 };
+      }),
   },
   {
     // An event goes with its last delivery (deleting it would take pending ones along: 0005).
@@ -96,6 +109,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
     prune: (db, cut, batch) =>
       deleted(
         db,
+        'events',
         sql`DELETE FROM events WHERE id IN (
               SELECT e.id FROM events e
               WHERE e.detected_at < ${cut}
@@ -111,6 +125,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
     prune: (db, cut, batch) =>
       deleted(
         db,
+        'poll_cycles',
         sql`DELETE FROM poll_cycles WHERE id IN (
               SELECT c.id FROM poll_cycles c
               WHERE c.started_at < ${cut} AND c.status <> 'running'
@@ -129,10 +144,11 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
         db,
         sql`SELECT EXISTS (SELECT 1 FROM alert_points) AS found`,
       );
-      if (!any?.found) return 0;
+      if (!any?.found) return {};
       const used = await watchedPointKeys(db);
       return deleted(
         db,
+        'alert_points',
         sql`DELETE FROM alert_points WHERE id IN (
               SELECT id FROM alert_points WHERE NOT (id = ANY(${sql.param(used)}::text[]))
               LIMIT ${batch})`,
@@ -164,13 +180,13 @@ export async function pruneExpired(
   const cut = new Date(now.getTime() - limits.days * 86_400_000);
   const outcome: RetentionOutcome = {};
   for (const step of RETENTION_STEPS) {
-    let total = 0;
     for (let i = 0; i < limits.maxBatches; i += 1) {
-      const n = await step.prune(db, cut, limits.batch);
-      total += n;
-      if (n < limits.batch) break;
+      const removed = await step.prune(db, cut, limits.batch);
+      for (const [table, n] of Object.entries(removed)) {
+        if (n > 0) outcome[table] = (outcome[table] ?? 0) + n;
+      }
+      if ((removed[step.table] ?? 0) < limits.batch) break;
     }
-    if (total > 0) outcome[step.table] = total;
   }
   return outcome;
 }

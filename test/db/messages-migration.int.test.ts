@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { applyMigrations, createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**
  * Migration 0007 moves the send state from the ledger to messages. A deployment upgraded in the
@@ -10,17 +9,6 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
  * that nothing is sent again and nothing owed is lost.
  */
 
-const journal = JSON.parse(readFileSync('migrations/meta/_journal.json', 'utf8')) as {
-  entries: { idx: number; tag: string }[];
-};
-
-async function apply(client: pg.Client, tag: string): Promise<void> {
-  const text = readFileSync(`migrations/${tag}.sql`, 'utf8');
-  for (const statement of text.split('--> statement-breakpoint')) {
-    if (statement.trim()) await client.query(statement);
-  }
-}
-
 describe('migration 0007 (messages)', () => {
   let database: TestDatabase;
   let client: pg.Client;
@@ -28,7 +16,7 @@ describe('migration 0007 (messages)', () => {
     database = await createTestDatabase({ migrate: false });
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
-    for (const entry of journal.entries.filter((e) => e.idx < 7)) await apply(client, entry.tag);
+    await applyMigrations(client, { to: 7 });
   });
   afterAll(async () => {
     await client.end();
@@ -61,7 +49,7 @@ describe('migration 0007 (messages)', () => {
     );
     const [sent, retrying, pending] = rows.rows.map((r) => r.id);
 
-    await apply(client, journal.entries.find((e) => e.idx === 7)!.tag);
+    await applyMigrations(client, { from: 7, to: 8 });
 
     const messages = await client.query<{
       id: string;

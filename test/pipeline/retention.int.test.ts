@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { pruneExpired } from '../../src/pipeline/retention.js';
-import { useSqlClient } from '../support/db.js';
+import pg from 'pg';
+import { useSqlClient, waitForLockWait } from '../support/db.js';
 
 /**
  * RETENTION_DAYS on a real database: rows on both sides of the cut, and the rows that must
@@ -149,6 +150,86 @@ describe('retention', () => {
       events: 1,
     });
     expect(await ids('deliveries')).toEqual([]);
+  });
+
+  /** One sent email message carrying a notification of each warning, `daysAgo` old each. */
+  async function grouped(notifications: { warningId: string; daysAgo: number }[]): Promise<string> {
+    const { rows } = await sqlClient.client.query<{ id: string }>(
+      `INSERT INTO messages (subscriber_id, channel, status, attempts, sent_at, created_at,
+                             next_attempt_at)
+       VALUES ($1, 'email', 'sent', 1, $2, $2, $2) RETURNING id`,
+      [subscriber, ago(Math.min(...notifications.map((n) => n.daysAgo)))],
+    );
+    const message = rows[0]!.id;
+    for (const { warningId, daysAgo } of notifications) {
+      await sqlClient.client.query(
+        `WITH e AS (
+           INSERT INTO events (place_id, warning_id, type, record, detected_at)
+           VALUES ('101020100', $2, 'new', '{}', $4) RETURNING id)
+         INSERT INTO deliveries (message_id, subscriber_id, event_id, place_id, warning_id,
+                                 event_type, channel, created_at)
+         SELECT $1, $3, e.id, '101020100', $2, 'new', 'email', $4 FROM e`,
+        [message, warningId, subscriber, ago(daysAgo)],
+      );
+    }
+    return message;
+  }
+
+  it('takes a message along with the last notification it carried, never before', async () => {
+    const message = await grouped([
+      { warningId: 'W-a', daysAgo: 100 },
+      { warningId: 'W-b', daysAgo: 95 },
+    ]);
+    const stillCarried = await grouped([
+      { warningId: 'W-c', daysAgo: 100 },
+      { warningId: 'W-d', daysAgo: 10 },
+    ]);
+    const oneAtATime = { days: 90, batch: 1, maxBatches: 1 };
+    // Both messages' oldest notifications go first (one per statement); their messages stay.
+    expect(await pruneExpired(sqlClient.database.db, oneAtATime, NOW)).toEqual({
+      deliveries: 1,
+      events: 1,
+    });
+    expect(await pruneExpired(sqlClient.database.db, oneAtATime, NOW)).toEqual({
+      deliveries: 1,
+      events: 1,
+    });
+    expect(await ids('messages')).toEqual([message, stillCarried].sort());
+    // The last of the first message's notifications takes it along.
+    expect(await pruneExpired(sqlClient.database.db, oneAtATime, NOW)).toEqual({
+      deliveries: 1,
+      messages: 1,
+      events: 1,
+    });
+    expect(await ids('messages')).toEqual([stillCarried]);
+    expect(await pruneExpired(sqlClient.database.db, LIMITS, NOW)).toEqual({});
+    const { rows } = await sqlClient.client.query<{ warning_id: string }>(
+      'SELECT warning_id FROM deliveries',
+    );
+    expect(rows.map((r) => r.warning_id)).toEqual(['W-d']);
+  });
+
+  it('removes notifications in one sweep at a time, so none leaves its message behind', async () => {
+    const message = await grouped([
+      { warningId: 'W-a', daysAgo: 100 },
+      { warningId: 'W-b', daysAgo: 95 },
+    ]);
+    const other = new pg.Client({ connectionString: sqlClient.database.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(
+        `SELECT pg_advisory_xact_lock(hashtextextended('qwn-retention/notifications', 0))`,
+      );
+      const pruning = pruneExpired(sqlClient.database.db, LIMITS, NOW);
+      await waitForLockWait(sqlClient.database.url, 'retention behind another sweep');
+      expect(await ids('messages')).toEqual([message]);
+      await other.query('COMMIT');
+      expect(await pruning).toEqual({ deliveries: 2, messages: 1, events: 2 });
+    } finally {
+      await other.end();
+    }
+    expect(await ids('messages')).toEqual([]);
   });
 
   it('keeps the latest cycle even when it is older than the cut', async () => {

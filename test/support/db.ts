@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
@@ -82,5 +83,27 @@ export async function waitForLockWait(url: string, what: string): Promise<void> 
     }
   } finally {
     await watcher.end();
+  }
+}
+
+const journal = JSON.parse(readFileSync('migrations/meta/_journal.json', 'utf8')) as {
+  entries: { idx: number; tag: string }[];
+};
+
+/**
+ * Applies the migrations numbered from `from` up to, not including, `to`, as `qwn migrate`
+ * would (statement by statement): a test of one migration sets the schema up before it, puts in
+ * the rows an older release wrote, then applies it.
+ */
+export async function applyMigrations(
+  client: pg.Client,
+  range: { from?: number; to: number },
+): Promise<void> {
+  const from = range.from ?? 0;
+  for (const entry of journal.entries.filter((e) => e.idx >= from && e.idx < range.to)) {
+    const text = readFileSync(`migrations/${entry.tag}.sql`, 'utf8');
+    for (const statement of text.split('--> statement-breakpoint')) {
+      if (statement.trim()) await client.query(statement);
+    }
   }
 }
