@@ -1,6 +1,5 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations, createTestDatabase, type TestDatabase } from '../support/db.js';
+import { describe, expect, it } from 'vitest';
+import { applyMigrations, useSqlClient } from '../support/db.js';
 
 /**
  * Migration 0007 moves the send state from the ledger to messages. A deployment upgraded in the
@@ -10,20 +9,10 @@ import { applyMigrations, createTestDatabase, type TestDatabase } from '../suppo
  */
 
 describe('migration 0007 (messages)', () => {
-  let database: TestDatabase;
-  let client: pg.Client;
-  beforeAll(async () => {
-    database = await createTestDatabase({ migrate: false });
-    client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    await applyMigrations(client, { to: 7 });
-  });
-  afterAll(async () => {
-    await client.end();
-    await database.drop();
-  });
+  const db = useSqlClient({ migratedTo: 7 });
 
   it('makes each ledger row a message of its own under the same id, keeping its state', async () => {
+    const client = db.client;
     const sub = await client.query<{ id: string }>(
       `INSERT INTO subscribers (email) VALUES ('desk@example.com') RETURNING id`,
     );

@@ -1,6 +1,5 @@
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations, createTestDatabase, type TestDatabase } from '../support/db.js';
+import { describe, expect, it } from 'vitest';
+import { applyMigrations, useSqlClient } from '../support/db.js';
 
 /**
  * Migration 0017 drops the index retention found uncarried messages by. An earlier release's
@@ -10,20 +9,10 @@ import { applyMigrations, createTestDatabase, type TestDatabase } from '../suppo
  */
 
 describe('migration 0017 (messages go with their notifications)', () => {
-  let database: TestDatabase;
-  let client: pg.Client;
-  beforeAll(async () => {
-    database = await createTestDatabase({ migrate: false });
-    client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    await applyMigrations(client, { to: 17 });
-  });
-  afterAll(async () => {
-    await client.end();
-    await database.drop();
-  });
+  const db = useSqlClient({ migratedTo: 17 });
 
   it('removes the finished messages no notification carries, and keeps every other', async () => {
+    const client = db.client;
     const sub = await client.query<{ id: string }>(
       `INSERT INTO subscribers (email) VALUES ('desk@example.com') RETURNING id`,
     );

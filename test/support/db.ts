@@ -36,14 +36,22 @@ export async function createTestDatabase(
 /**
  * A fresh migrated database and one plain pg client on it, for the enclosing describe block:
  * tests that speak SQL as an admin would. Read `client` and `database` inside tests and hooks.
+ * With `migratedTo`, only the migrations numbered below it are applied: a test of one migration
+ * puts in the rows an older release wrote, then applies it (`applyMigrations`).
  */
-export function useSqlClient(): { readonly client: pg.Client; readonly database: TestDatabase } {
+export function useSqlClient(options: { migratedTo?: number } = {}): {
+  readonly client: pg.Client;
+  readonly database: TestDatabase;
+} {
   let database: TestDatabase | undefined;
   let client: pg.Client | undefined;
   beforeAll(async () => {
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrate: options.migratedTo === undefined });
     client = new pg.Client({ connectionString: database.url });
     await client.connect();
+    if (options.migratedTo !== undefined) {
+      await applyMigrations(client, { to: options.migratedTo });
+    }
   });
   afterAll(async () => {
     await client?.end();
@@ -90,11 +98,7 @@ const journal = JSON.parse(readFileSync('migrations/meta/_journal.json', 'utf8')
   entries: { idx: number; tag: string }[];
 };
 
-/**
- * Applies the migrations numbered from `from` up to, not including, `to`, as `qwn migrate`
- * would (statement by statement): a test of one migration sets the schema up before it, puts in
- * the rows an older release wrote, then applies it.
- */
+/** Applies the migrations numbered from `from` up to, not including, `to`, statement by statement. */
 export async function applyMigrations(
   client: pg.Client,
   range: { from?: number; to: number },
