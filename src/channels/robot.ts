@@ -7,7 +7,7 @@ import { scrub, type Logger } from '../logger.js';
 import { createGuardedAgent, readTransportFailure, refusedLiteral } from './outbound.js';
 import { dingtalk } from './dingtalk.js';
 import { feishu } from './feishu.js';
-import { startDeadline } from './deadline.js';
+import { startRequestDeadline } from './deadline.js';
 import { describeRobot, robotCredential } from './robot-identity.js';
 import type { RobotFailure, RobotFailureKind, RobotVendorAdapter } from './robot-vendor.js';
 import { USER_AGENT } from './webhook.js';
@@ -227,7 +227,7 @@ export function createRobotSender(o: RobotSenderOptions): RobotSender {
 
     const url = parseTarget(target, o.allowPrivate, robot);
     const request = adapter.request(url, body, target.secret ?? undefined, now());
-    const deadline = startDeadline(o.timeoutMs);
+    const deadline = startRequestDeadline(o.timeoutMs);
     let response: Dispatcher.ResponseData;
     let text: string;
     try {

@@ -5,7 +5,7 @@ import type { Dispatcher } from 'undici';
 import { renderWebhookMessage, type Message } from '../domain/message-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
-import { startDeadline } from './deadline.js';
+import { startRequestDeadline } from './deadline.js';
 import { createGuardedAgent, readTransportFailure, refusedLiteral } from './outbound.js';
 import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
@@ -204,7 +204,7 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
       const signature = signWebhook(target.secret, m.id, at, body);
       // Plain fields, not a child logger: a child per send was measurable in a storm's profile.
       const ids = { messageId: m.id, host: url.host };
-      const deadline = startDeadline(o.timeoutMs);
+      const deadline = startRequestDeadline(o.timeoutMs);
 
       let response: Dispatcher.ResponseData;
       try {

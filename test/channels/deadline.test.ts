@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { startDeadline } from '../../src/channels/deadline.js';
+import { startDeadline, startRequestDeadline } from '../../src/channels/deadline.js';
 
-describe('startDeadline', () => {
+describe('startDeadline (an AbortSignal, for nodemailer)', () => {
   it('aborts its signal with a TimeoutError once the time is up', async () => {
     const deadline = startDeadline(20);
     expect(deadline.signal.aborted).toBe(false);
@@ -19,5 +19,32 @@ describe('startDeadline', () => {
     await sleep(60);
     expect(deadline.expired).toBe(false);
     expect(deadline.signal.aborted).toBe(false);
+  });
+});
+
+describe('startRequestDeadline (an EventEmitter signal, for undici)', () => {
+  it('emits abort once, with a TimeoutError as its reason, once the time is up', async () => {
+    const deadline = startRequestDeadline(20);
+    const heard: unknown[] = [];
+    deadline.signal.once('abort', () => heard.push(deadline.signal.reason));
+    expect(deadline.signal.aborted).toBe(false);
+    await sleep(60);
+    expect(deadline.expired).toBe(true);
+    expect(deadline.signal.aborted).toBe(true);
+    expect(heard).toHaveLength(1);
+    expect((heard[0] as DOMException).name).toBe('TimeoutError');
+  });
+
+  it('never fires once cleared', async () => {
+    const deadline = startRequestDeadline(20);
+    let heard = false;
+    deadline.signal.once('abort', () => (heard = true));
+    deadline.clear();
+    await sleep(60);
+    expect({ expired: deadline.expired, aborted: deadline.signal.aborted, heard }).toEqual({
+      expired: false,
+      aborted: false,
+      heard: false,
+    });
   });
 });

@@ -1,4 +1,6 @@
 import type dns from 'node:dns';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -159,6 +161,37 @@ describe('webhook sender', () => {
     const err = await failure(sender({ timeoutMs: 300 }).send(target('/slow'), sampleMessage()));
     expect(err).toMatchObject({ kind: 'timeout', retryable: true });
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('ends a send whose answer drips in under the idle timeout at its deadline', async () => {
+    // Headers at once, then a byte every 50 ms for 5 s: only the deadline bounds it.
+    const drips = new Set<NodeJS.Timeout>();
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200);
+      const drip = setInterval(() => res.write('.'), 50);
+      drips.add(drip);
+      setTimeout(() => {
+        clearInterval(drip);
+        res.end();
+      }, 5_000).unref();
+      res.on('close', () => clearInterval(drip));
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const started = Date.now();
+      const sent = await sender({ timeoutMs: 300 }).send(
+        { url: `http://127.0.0.1:${port}/drip`, secret: WEBHOOK_SECRET },
+        sampleMessage(),
+      );
+      // The status had come: the receiver has it, whatever its body does after.
+      expect(sent.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      for (const drip of drips) clearInterval(drip);
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    }
   });
 
   it('treats a refused connection as retryable', async () => {
