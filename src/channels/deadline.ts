@@ -50,7 +50,6 @@ export class RequestSignal extends EventEmitter {
   reason: unknown = undefined;
 
   abort(reason: unknown): void {
-    if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
     this.emit('abort');

@@ -1,6 +1,7 @@
 import type dns from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent } from 'undici';
+import { errorChain } from '../error-chain.js';
 import { AddressRefusedError, createGuardedConnector, refusalReason } from './address-guard.js';
 
 /**
@@ -44,15 +45,6 @@ const TIMEOUT_CODES = new Set([
   'ETIMEDOUT',
 ]);
 
-function findInChain<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {
-  let current: unknown = err;
-  for (let depth = 0; depth < 5 && current; depth += 1) {
-    if (test(current)) return current;
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return undefined;
-}
-
 /** Why a request failed before any answer: refused by the guard, timed out, or another error. */
 export interface TransportFailure {
   refused?: AddressRefusedError;
@@ -62,16 +54,10 @@ export interface TransportFailure {
 }
 
 export function readTransportFailure(err: unknown, deadlineExpired: boolean): TransportFailure {
-  const refused = findInChain(
-    err,
-    (e): e is AddressRefusedError => e instanceof AddressRefusedError,
-  );
+  const chain = errorChain(err);
+  const refused = chain.find((e): e is AddressRefusedError => e instanceof AddressRefusedError);
   if (refused) return { refused, timedOut: false };
-  const code = findInChain(
-    err,
-    (e): e is { code: string } =>
-      typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string',
-  )?.code;
+  const code = chain.map((e) => e.code).find((c): c is string => typeof c === 'string');
   return {
     timedOut: deadlineExpired || (code !== undefined && TIMEOUT_CODES.has(code)),
     ...(code === undefined ? {} : { code }),

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { errorChain, type ErrorFields } from '../error-chain.js';
 import { withTimeout } from './with-timeout.js';
 
 /**
@@ -82,28 +83,6 @@ const POSTGRES_LOGIN_REASONS: Record<string, string> = {
   '28000': 'the server refused the login (unknown role, or pg_hba.conf)',
   '3D000': 'the database named in DATABASE_URL does not exist',
 };
-
-interface ErrorFields {
-  code?: unknown;
-  port?: unknown;
-  address?: unknown;
-  hostname?: unknown;
-  message?: unknown;
-  cause?: unknown;
-  errors?: unknown;
-}
-
-/** The error, its causes and, for AggregateError (Node tries IPv6 and IPv4), its members. */
-function errorChain(err: unknown, depth = 0): ErrorFields[] {
-  if (depth > 5 || err === null || typeof err !== 'object') return [];
-  const fields = err as ErrorFields;
-  const members = Array.isArray(fields.errors) ? fields.errors : [];
-  return [
-    fields,
-    ...errorChain(fields.cause, depth + 1),
-    ...members.flatMap((m: unknown) => errorChain(m, depth + 1)),
-  ];
-}
 
 const messageOf = (e: ErrorFields): string => (typeof e.message === 'string' ? e.message : '');
 

@@ -42,7 +42,7 @@ interface RetentionStep {
 }
 
 /** Namespaced so that no other advisory lock of qwn collides with it. */
-const RETENTION_LOCK = 'qwn-retention/notifications';
+export const RETENTION_LOCK = 'qwn-retention/notifications';
 
 async function deleted(db: Db, table: string, statement: SQL): Promise<RetentionOutcome> {
   const rows = await queryRows<{ n: number }>(

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
+import { errorChain } from '../error-chain.js';
 import { insertSentDeferred } from './deferred-messages.js';
 import { GroupCommit } from './group-commit.js';
 
@@ -83,13 +84,8 @@ interface Mark {
 }
 
 /** Postgres refused a row on a unique key (SQLSTATE 23505), under whatever wraps it. */
-function isUniqueViolation(err: unknown): boolean {
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; depth += 1) {
-    if ((e as { code?: unknown }).code === '23505') return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
-}
+const isUniqueViolation = (err: unknown): boolean =>
+  errorChain(err).some((e) => e.code === '23505');
 
 /** One statement for a flush: the rows that exist are updated, the deferred ones inserted. */
 function markStatement(marks: readonly Mark[], options: { meetWritten: boolean }): SQL {

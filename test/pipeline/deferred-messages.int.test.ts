@@ -3,7 +3,7 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { redeliver } from '../../src/admin/redeliver.js';
 import { getDeliveries } from '../../src/admin/deliveries.js';
-import { queryRows } from '../../src/db/client.js';
+import { queryPrepared, queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runPoll } from '../../src/pipeline/poll.js';
@@ -76,6 +76,26 @@ describe('direct messages without a row until they are sent', () => {
       sql`SELECT id, status, attempts, first_job_id FROM messages
           WHERE id = ANY(${sql.param([...ids])}::uuid[]) ORDER BY id`,
     );
+
+  /**
+   * A SentRecorder writing as a deliver job's does (named prepared statements), keeping the text
+   * of every statement it sends.
+   */
+  function recordingStatements(): { statements: string[]; recorder: SentRecorder } {
+    const statements: string[] = [];
+    const dialect = new PgDialect();
+    const recorder = new SentRecorder(
+      {
+        execute: (query: SQL) => {
+          statements.push(dialect.sqlToQuery(query).sql);
+          return queryPrepared(h.database.db, query);
+        },
+      },
+      [],
+      10,
+    );
+    return { statements, recorder };
+  }
 
   it('writes no message row at the check, and one row version per message when it is sent', async () => {
     const { ids, batches } = await checkedWarning();
@@ -234,15 +254,8 @@ describe('direct messages without a row until they are sent', () => {
       WHERE id = ${written!}`);
     // Both marks in one flush: the plain insert meets the written row and is refused on its
     // key; the marks are written again in the form that meets it, the other row with them.
-    const statements: string[] = [];
-    const counting = {
-      execute: (query: SQL) => {
-        statements.push(new PgDialect().sqlToQuery(query).sql);
-        return h.database.db.execute(query);
-      },
-    };
+    const { statements, recorder } = recordingStatements();
     const at = new Date('2026-11-26T08:00:00Z');
-    const recorder = new SentRecorder(counting, [], 10);
     await Promise.all([
       recorder.markSent(written!, at, { deferred: true }),
       recorder.markSent(unwritten!, at, { deferred: true }),
@@ -265,14 +278,7 @@ describe('direct messages without a row until they are sent', () => {
   it('writes the sent rows of deferred messages with a plain insert when none has a row', async () => {
     const { batches } = await checkedWarning();
     const ids = batches.find((b) => b.channel === 'webhook')!.message_ids;
-    const statements: string[] = [];
-    const counting = {
-      execute: (query: SQL) => {
-        statements.push(new PgDialect().sqlToQuery(query).sql);
-        return h.database.db.execute(query);
-      },
-    };
-    const recorder = new SentRecorder(counting, [], 10);
+    const { statements, recorder } = recordingStatements();
     await Promise.all(ids.map((id) => recorder.markSent(id, new Date(), { deferred: true })));
     expect((await messageRows(ids)).map((r) => r.status)).toEqual(ids.map(() => 'sent'));
     expect(statements).toHaveLength(1);

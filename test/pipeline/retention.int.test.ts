@@ -1,6 +1,6 @@
-import { beforeEach, describe, expect, it } from 'vitest';
-import { pruneExpired } from '../../src/pipeline/retention.js';
 import pg from 'pg';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { pruneExpired, RETENTION_LOCK } from '../../src/pipeline/retention.js';
 import { useSqlClient, waitForLockWait } from '../support/db.js';
 
 /**
@@ -218,9 +218,7 @@ describe('retention', () => {
     await other.connect();
     try {
       await other.query('BEGIN');
-      await other.query(
-        `SELECT pg_advisory_xact_lock(hashtextextended('qwn-retention/notifications', 0))`,
-      );
+      await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [RETENTION_LOCK]);
       const pruning = pruneExpired(sqlClient.database.db, LIMITS, NOW);
       await waitForLockWait(sqlClient.database.url, 'retention behind another sweep');
       expect(await ids('messages')).toEqual([message]);

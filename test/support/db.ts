@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { openPostgres, type Database } from '../../src/db/client.js';
+import { MIGRATIONS_FOLDER, openPostgres, type Database } from '../../src/db/client.js';
 import { createScratchDatabase } from '../../src/db/scratch.js';
 
 /** The server the integration tests use (.ci/run makes sure it answers). */
@@ -94,18 +95,17 @@ export async function waitForLockWait(url: string, what: string): Promise<void> 
   }
 }
 
-const journal = JSON.parse(readFileSync('migrations/meta/_journal.json', 'utf8')) as {
-  entries: { idx: number; tag: string }[];
-};
-
 /** Applies the migrations numbered from `from` up to, not including, `to`, statement by statement. */
 export async function applyMigrations(
   client: pg.Client,
   range: { from?: number; to: number },
 ): Promise<void> {
   const from = range.from ?? 0;
+  const journal = JSON.parse(
+    readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8'),
+  ) as { entries: { idx: number; tag: string }[] };
   for (const entry of journal.entries.filter((e) => e.idx >= from && e.idx < range.to)) {
-    const text = readFileSync(`migrations/${entry.tag}.sql`, 'utf8');
+    const text = readFileSync(join(MIGRATIONS_FOLDER, `${entry.tag}.sql`), 'utf8');
     for (const statement of text.split('--> statement-breakpoint')) {
       if (statement.trim()) await client.query(statement);
     }
