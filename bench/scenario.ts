@@ -171,7 +171,10 @@ async function waitForFirstAttempts(
             -- Deferred messages not yet sent have no row (src/pipeline/deferred-messages.ts).
             + (SELECT count(*)::int FROM first_attempt_batches b
                CROSS JOIN LATERAL (${BATCH_UNWRITTEN}) u
-               WHERE b.created_at >= ${startedAt}) AS n`,
+               WHERE b.created_at >= ${startedAt})
+            -- A cycle message has no row until its cycle releases it.
+            + (SELECT count(*)::int FROM poll_cycles
+               WHERE id = ${cycleId} AND released_at IS NULL) AS n`,
     );
     return row?.n ?? 0;
   };

@@ -8,7 +8,7 @@ import {
   type Channel,
   type DeliverQueues,
 } from '../pipeline/deliver-queues.js';
-import { DEFERRED_UNWRITTEN } from '../pipeline/deferred-messages.js';
+import { COLLECTING_UNWRITTEN, DEFERRED_UNWRITTEN } from '../pipeline/deferred-messages.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -70,7 +70,12 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           ORDER BY d.id, d.created_at)
           UNION ALL
           SELECT ${DEFERRED_CANDIDATE} FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE d.id = ANY(${ids}::uuid[]) AND ${DEFERRED_UNWRITTEN}`,
+          WHERE d.id = ANY(${ids}::uuid[]) AND ${DEFERRED_UNWRITTEN}
+          UNION ALL
+          SELECT DISTINCT d.message_id, a.id::text, ${COLLECTING_CANDIDATE}
+          FROM unnest(${ids}::uuid[]) AS a(id)
+          JOIN deliveries d ON (d.id = a.id OR d.message_id = a.id) AND ${COLLECTING_UNWRITTEN}
+          JOIN subscribers s ON s.id = d.subscriber_id`,
     );
   }
   const where = selection.status
@@ -78,6 +83,10 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
     : sql`d.created_at >= ${selection.since.toISOString()}`;
   const deferredWhere =
     selection.status === undefined || selection.status === 'pending'
+      ? sql`d.created_at >= ${selection.since.toISOString()}`
+      : sql`false`;
+  const collectingWhere =
+    selection.status === undefined || selection.status === 'held'
       ? sql`d.created_at >= ${selection.since.toISOString()}`
       : sql`false`;
   return queryRows<Candidate>(
@@ -92,7 +101,12 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           UNION ALL
           SELECT ${DEFERRED_CANDIDATE}, d.created_at
           FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE ${deferredWhere} AND ${DEFERRED_UNWRITTEN}) c
+          WHERE ${deferredWhere} AND ${DEFERRED_UNWRITTEN}
+          UNION ALL
+          SELECT d.message_id, NULL, ${COLLECTING_CANDIDATE}, min(d.created_at)
+          FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE ${collectingWhere} AND ${COLLECTING_UNWRITTEN}
+          GROUP BY d.message_id, s.id) c
         ORDER BY c.created_at, c.id`,
   );
 }
@@ -103,6 +117,13 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
  */
 const DEFERRED_CANDIDATE = sql`d.id, NULL AS asked, 'pending' AS status, 0 AS attempts, s.active,
   s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, true AS in_flight`;
+
+/**
+ * A cycle message that still collects (no row yet, src/pipeline/cycle-release.ts) as a
+ * candidate, after its id and the id asked for: held.
+ */
+const COLLECTING_CANDIDATE = sql`'held' AS status, 0 AS attempts, s.active,
+  s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, false AS in_flight`;
 
 /**
  * Sets the selected rows back to pending and enqueues their deliver jobs. Rows of a paused or

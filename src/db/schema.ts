@@ -300,10 +300,19 @@ export const pollCycles = pgTable(
     error: text('error'),
     /** The warning source the cycle polled: v7 or v1 (INTERFACE §10). */
     source: text('source'),
+    /**
+     * When the cycle's "cycle" messages stopped collecting (src/pipeline/cycle-release.ts):
+     * a check adds to them only while this is null.
+     */
+    releasedAt: tstz('released_at'),
   },
   (t) => [
     check('poll_cycles_status', sql`${t.status} IN ('running', 'done', 'failed')`),
     index('poll_cycles_started_idx').on(t.startedAt),
+    // The cycles still collecting: one or two, read by the sweeper and the metrics.
+    index('poll_cycles_collecting_idx')
+      .on(t.startedAt)
+      .where(sql`${t.releasedAt} IS NULL`),
   ],
 );
 

@@ -25,6 +25,7 @@ import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
+import { scheduleCycleReleases } from './cycle-release.js';
 import { enqueueFirstAttempts } from './deliver-queues.js';
 import {
   insertNotifications,
@@ -409,6 +410,7 @@ export async function runCheckPoint(
 
   // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
   await enqueueFirstAttempts(ctx.queues, created.messages, now);
+  await scheduleCycleReleases(ctx, created.releases);
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || outcome.deliveries > 0 || !outcome.applied) {
     log.info(

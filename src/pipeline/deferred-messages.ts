@@ -33,9 +33,19 @@ export function deferredOwned(ids: SQL, jobId: string): SQL {
 
 /**
  * The status of notification `d`'s message `m`, joined with a LEFT JOIN: a direct message
- * without its row yet is pending.
+ * without its row yet is pending; a cycle message without one still collects ('open'), as its
+ * release writes its row (src/pipeline/cycle-release.ts).
  */
-export const MESSAGE_STATUS = sql`coalesce(m.status, 'pending')`;
+export const MESSAGE_STATUS = sql`coalesce(m.status,
+  CASE WHEN d.message_id = d.id THEN 'pending' ELSE 'open' END)`;
+
+/**
+ * Whether notification `d` is carried by a cycle message that still collects and so has no
+ * row (src/pipeline/notification-ledger.ts, `cycleJoinCtes`). Every other message that carries
+ * more than its own notification has a row from the start.
+ */
+export const COLLECTING_UNWRITTEN = sql`d.message_id <> d.id
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)`;
 
 /**
  * Whether notification `d` is a deferred message without its row yet: pending, its first

@@ -100,13 +100,24 @@ export function notifiedLevel(warning: Warning): Level {
 /** Bounded statements: one national storm can owe thousands of rows to one place. */
 const INSERT_CHUNK = 5000;
 
+/** A cycle whose messages a check added to: released by `dueAt` at the latest (INTERFACE §6). */
+export interface CycleRelease {
+  cycleId: string;
+  dueAt: Date;
+}
+
 export interface InsertedNotifications {
   /** Notifications written (those that existed already are skipped). */
   count: number;
   messages: CreatedMessage[];
+  releases: CycleRelease[];
 }
 
-export const NOTHING_INSERTED = (): InsertedNotifications => ({ count: 0, messages: [] });
+export const NOTHING_INSERTED = (): InsertedNotifications => ({
+  count: 0,
+  messages: [],
+  releases: [],
+});
 
 /**
  * Inserts a check's notifications and the messages that carry them, skipping notifications
@@ -118,7 +129,7 @@ export async function insertNotifications(
   rows: readonly NewNotification[],
   input: { key: string; now: Date },
 ): Promise<InsertedNotifications> {
-  const result: InsertedNotifications = { count: 0, messages: [] };
+  const result = NOTHING_INSERTED();
   const direct = rows.filter((r) => !r.scheduled);
   const cycleOnly = rows.filter((r) => r.cycleOnly);
   let scheduled = rows.filter((r) => r.scheduled && !r.cycleOnly);
@@ -135,7 +146,8 @@ export async function insertNotifications(
     );
     result.count += part.count;
     result.messages.push(...part.messages);
-    // A cycle message already released and taken by a sender: placed as any other.
+    result.releases.push(...part.releases);
+    // Notifications of a cycle that stopped collecting: placed as any other.
     scheduled = [...scheduled, ...part.late];
   }
   if (scheduled.length > 0) {
@@ -194,32 +206,11 @@ interface CreatedRow {
   first_job_id: string;
 }
 
-/** What `cycleMessageCtes` did, as `CYCLE_JOIN_RESULTS` reads it. */
-interface CycleJoinRow {
-  /** The messages the statement saw or made. */
-  present: string[] | null;
-  /** Those the notifications joined: open ones, share-locked, and the ones it made. */
-  open: string[] | null;
-  made: { id: string; first_job_id: string }[] | null;
-  /** Notifications added, and of those, how many to messages it made. */
-  joined: number;
-  joined_made: number;
-}
-
-const CYCLE_JOIN_RESULTS = sql`
-  (SELECT array_agg(id::text) FROM (SELECT id FROM present UNION SELECT id FROM made) p)
-    AS present,
-  (SELECT array_agg(id::text) FROM (SELECT id FROM open UNION SELECT id FROM made) o) AS open,
-  (SELECT json_agg(json_build_object('id', id, 'first_job_id', first_job_id)) FROM made)
-    AS made,
-  (SELECT count(*)::int FROM joined) AS joined,
-  (SELECT count(*)::int FROM joined WHERE message_id IN (SELECT id FROM made)) AS joined_made`;
-
 /**
  * The notifications that need no scheduler: `direct` ones, each with a message of its own, and
- * those of subscribers who group by cycle and nothing else (`cycleOnly`, see
- * `cycleMessageCtes`), in one statement. Returns the cycle notifications that found their
- * message closed or unseen as `late`.
+ * those of subscribers who group by cycle and nothing else (`cycleOnly`, see `cycleJoinCtes`),
+ * in one statement. Returns the cycle notifications whose cycle had stopped collecting as
+ * `late`.
  */
 async function insertUnscheduled(
   tx: Tx,
@@ -237,15 +228,17 @@ async function insertUnscheduled(
   } else {
     results.push(sql`NULL::json AS direct`);
   }
-  const cycle = parts.cycleOnly.length > 0 ? planCycleMessages(parts.cycleOnly, input.now) : null;
-  if (cycle) {
-    ctes.push(cycleMessageCtes(cycle, { make: true }));
-    results.push(CYCLE_JOIN_RESULTS);
+  const cycleOnly = parts.cycleOnly;
+  if (cycleOnly.length > 0) {
+    ctes.push(cycleJoinCtes(cycleOnly));
+    results.push(sql`(SELECT array_agg(id::text) FROM collecting) AS collecting,
+      (SELECT count(*)::int FROM joined) AS joined`);
   }
-  const [row] = await queryRows<{ direct: CreatedRow[] | null } & Partial<CycleJoinRow>>(
-    tx,
-    sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`,
-  );
+  const [row] = await queryRows<{
+    direct: CreatedRow[] | null;
+    collecting?: string[] | null;
+    joined?: number;
+  }>(tx, sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`);
   const direct = row?.direct ?? [];
   const result = {
     count: direct.length,
@@ -256,60 +249,23 @@ async function insertUnscheduled(
       firstJobId: m.first_job_id,
       dueAt: input.now,
     })),
+    releases: [] as CycleRelease[],
   };
-  if (!cycle) return result;
-  const open = new Set(row?.open ?? []);
-  const heldJobOf = new Map((row?.made ?? []).map((m) => [m.id, m.first_job_id]));
+  if (cycleOnly.length === 0) return result;
+  const collecting = new Set(row?.collecting ?? []);
   result.count += row?.joined ?? 0;
-  // A message another check made and committed while this statement waited on its insert: a
-  // statement begun now sees it, and its notifications join it there. Sent to the scheduler
-  // instead, they took its subscriber locks while this transaction held message locks, and
-  // concurrent checks deadlocked (bench, escalation cycle).
-  const seen = new Set(row?.present ?? []);
-  const unseen = [...cycle.wanted.keys()].filter((id) => !seen.has(id));
-  if (unseen.length > 0) {
-    const unseenIds = new Set(unseen);
-    const again: CyclePlan = {
-      ...cycle,
-      rows: cycle.rows.filter((r) => unseenIds.has(cycle.messageOf.get(r)!)),
-      wanted: new Map(unseen.map((id) => [id, cycle.wanted.get(id)!])),
-    };
-    const [second] = await queryRows<CycleJoinRow>(
-      tx,
-      sql`WITH ${cycleMessageCtes(again, { make: false })} SELECT ${CYCLE_JOIN_RESULTS}`,
-    );
-    for (const id of second?.open ?? []) open.add(id);
-    result.count += second?.joined ?? 0;
-  }
-  result.late = cycle.rows.filter((r) => !open.has(cycle.messageOf.get(r)!));
-  let made = [...heldJobOf.keys()];
-  const joiningMade = cycle.rows.filter((r) => heldJobOf.has(cycle.messageOf.get(r)!)).length;
-  if (made.length > 0 && (row?.joined_made ?? 0) < joiningMade) {
-    // Every notification it was made for existed already: no message is left without one.
-    const empty = await queryRows<{ id: string }>(
-      tx,
-      sql`DELETE FROM messages m WHERE m.id = ANY(${sql.param(made)}::uuid[])
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE ${carriedBy(sql`ARRAY[m.id]`)})
-          RETURNING m.id`,
-    );
-    const gone = new Set(empty.map((r) => r.id));
-    made = made.filter((id) => !gone.has(id));
-  }
-  for (const id of made) {
-    result.messages.push({
-      id,
-      channel: cycle.wanted.get(id)!.channel,
-      firstJobId: heldJobOf.get(id)!,
-      dueAt: cycle.dueAt,
-    });
+  result.late = cycleOnly.filter((r) => !collecting.has(r.cycleId));
+  if ((row?.joined ?? 0) > 0) {
+    const dueAt = new Date(input.now.getTime() + CYCLE_WAIT_LIMIT_MS);
+    result.releases = [...collecting].map((cycleId) => ({ cycleId, dueAt }));
   }
   return result;
 }
 
 /**
  * The id of a subscriber's message for one cycle: the same in every check of the cycle, so that
- * checks find it without a lock on the subscriber. Name-based (RFC 9562 version 8 layout over
- * SHA-256), distinct from the random ids of notifications.
+ * checks name it without reading or writing anything. Name-based (RFC 9562 version 8 layout
+ * over SHA-256), distinct from the random ids of notifications.
  */
 export function cycleMessageId(subscriberId: string, cycleId: string): string {
   const hex = createHash('sha256')
@@ -319,69 +275,28 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** A check's cycle-grouped notifications and the cycle messages they belong in. */
-interface CyclePlan {
-  rows: readonly NewNotification[];
-  messageOf: ReadonlyMap<NewNotification, string>;
-  /** Each message's id and the first notification for it. */
-  wanted: ReadonlyMap<string, NewNotification>;
-  dueAt: Date;
-  now: Date;
-}
-
-function planCycleMessages(rows: readonly NewNotification[], now: Date): CyclePlan {
-  const messageOf = new Map<NewNotification, string>(
-    rows.map((r) => [r, cycleMessageId(r.subscriberId, r.cycleId)]),
-  );
-  const wanted = new Map<string, NewNotification>();
-  for (const [row, id] of messageOf) if (!wanted.has(id)) wanted.set(id, row);
-  return { rows, messageOf, wanted, dueAt: new Date(now.getTime() + CYCLE_WAIT_LIMIT_MS), now };
-}
-
 /**
  * Notifications of subscribers who group by cycle and nothing else (the email default): each
- * joins the subscriber's message of the cycle, `cycleMessageId`, made by whichever check comes
- * first. No advisory lock and no exclusive row lock: sixteen checks of a storm all add to the
- * same national desks' messages, and the scheduler's locks queued them one behind another
- * (a storm's cycle went from 29 s to 155 s). A share lock on the message is enough: a sender
- * claiming it waits for every check still adding to it, then reads what they added.
+ * joins the subscriber's message of the cycle, `cycleMessageId`, which has no row while it
+ * collects. The message is written when the cycle releases it (src/pipeline/cycle-release.ts),
+ * owned by the job that sends it: two row versions, written and sent, where a row made open by
+ * the first check, then released, then sent took three (BENCHMARKS.md item 44).
  *
- * As common table expressions: `made` makes the messages missing, `open` share-locks those
- * already open, and `joined` adds the notifications to both; `present` is what the statement's
- * snapshot holds. A message another check made and committed while the statement waited on its
- * insert is neither made nor present: `make: false` joins it in a statement begun later
- * (test/pipeline/cycle-message-race.int.test.ts). A message no longer open (the cycle ended and
- * a sender took it) is not joined: those notifications are late, for the scheduler.
+ * What a check shares with the other checks and the release is the cycle's row, locked `FOR KEY
+ * SHARE` while the cycle still collects (`released_at` null). Sixteen checks of a storm hold it
+ * at once, and the counters' updates of the row (a `NO KEY UPDATE`) do not wait for them; the
+ * release's `FOR UPDATE` waits for every check still adding, then stops the collecting, and a
+ * check that locks the row after that reads it released and leaves its notifications `late`,
+ * for the scheduler (test/pipeline/cycle-message-race.int.test.ts).
  */
-function cycleMessageCtes(plan: CyclePlan, options: { make: boolean }): SQL {
-  const ids = [...plan.wanted.keys()];
-  const column = <T>(pick: (r: NewNotification) => T) => sql.param(plan.rows.map(pick));
-  const mcol = <T>(pick: (id: string, row: NewNotification) => T) =>
-    sql.param(ids.map((id) => pick(id, plan.wanted.get(id)!)));
-  // Each new message's delayed job bounds its wait (one per channel and batch of this check's
-  // new messages); the cycle's release removes it when it sends them sooner.
-  const made = options.make
-    ? sql`INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
-            next_attempt_at, first_job_id, created_at, updated_at)
-          SELECT v.id, v.subscriber_id, v.channel, 'open', 'cycle', v.cycle_id,
-            ${plan.dueAt}::timestamptz,
-            ${firstAttemptJob(`held_${randomUUID()}_`, sql`v.channel`, sql`v.id`)},
-            ${plan.now}::timestamptz,
-            ${plan.now}::timestamptz
-          FROM unnest(${mcol((id) => id)}::uuid[], ${mcol((_, r) => r.subscriberId)}::uuid[],
-            ${mcol((_, r) => r.channel)}::text[], ${mcol((_, r) => r.cycleId)}::uuid[])
-            AS v(id, subscriber_id, channel, cycle_id)
-          ORDER BY v.id
-          ON CONFLICT (id) DO NOTHING
-          RETURNING id, first_job_id`
-    : sql`SELECT NULL::uuid AS id, NULL::text AS first_job_id WHERE false`;
-  return sql`made AS (${made}),
-        present AS (SELECT id FROM messages WHERE id = ANY(${sql.param(ids)}::uuid[])),
-        open AS (
-          SELECT id FROM messages
-          WHERE id = ANY(${sql.param(ids)}::uuid[]) AND status = 'open'
+function cycleJoinCtes(rows: readonly NewNotification[]): SQL {
+  const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
+  const cycleIds = [...new Set(rows.map((r) => r.cycleId))].sort();
+  return sql`collecting AS (
+          SELECT id FROM poll_cycles
+          WHERE id = ANY(${sql.param(cycleIds)}::uuid[]) AND released_at IS NULL
           ORDER BY id
-          FOR SHARE),
+          FOR KEY SHARE),
         joined AS (
           INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
             event_type, channel, message_id)
@@ -389,10 +304,10 @@ function cycleMessageCtes(plan: CyclePlan, options: { make: boolean }): SQL {
             ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
             ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
             ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
-            ${column((r) => plan.messageOf.get(r)!)}::uuid[])
+            ${column((r) => cycleMessageId(r.subscriberId, r.cycleId))}::uuid[])
             AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, channel,
                  message_id)
-          WHERE v.message_id IN (SELECT id FROM open UNION ALL SELECT id FROM made)
+          WHERE v.cycle_id IN (SELECT id FROM collecting)
           ON CONFLICT DO NOTHING
           RETURNING message_id)`;
 }
@@ -573,7 +488,7 @@ async function insertScheduled(
     }
     placed.push({ row, messageId, urgent });
   }
-  if (placed.length === 0) return { count: 0, messages: [] };
+  if (placed.length === 0) return NOTHING_INSERTED();
 
   const column = <T>(pick: (p: (typeof placed)[number]) => T) => sql.param(placed.map(pick));
   const inserted = await queryRows<{
@@ -635,6 +550,7 @@ async function insertScheduled(
   }
   return {
     count: inserted.length,
+    releases: [],
     messages: toWrite.map((m) => ({
       id: m.id,
       channel: m.channel,

@@ -4,7 +4,8 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { DEFERRED_UNWRITTEN, MESSAGE_STATUS } from './deferred-messages.js';
+import { COLLECTING_UNWRITTEN, DEFERRED_UNWRITTEN, MESSAGE_STATUS } from './deferred-messages.js';
+import { releaseOverdueCycles } from './cycle-release.js';
 import { createdInCycle } from './ledger-lookups.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
@@ -87,7 +88,9 @@ export async function runCycleOnce(
   const timeoutMs = options.timeoutMs ?? 10 * 60_000;
   const workers = startWorkers(ctx, connection, ['check', ...DELIVER_QUEUES]);
   try {
-    // Messages whose hold ended while no worker ran (quiet hours overnight, a lost job) go now.
+    // Messages whose hold ended while no worker ran (quiet hours overnight, a lost job, a
+    // cycle's collecting that no release ended) go now.
+    await releaseOverdueCycles(ctx, 0);
     const { due: released } = await requeueDueMessages(ctx, 0);
     const outcome = await runPoll(ctx, { jobKey: `once-${randomUUID()}` });
     const cycleId = outcome.cycleId;
@@ -113,7 +116,8 @@ export async function runCycleOnce(
                 AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
                      OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
             + (SELECT count(*)::int FROM deliveries d
-               WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}) AS n`,
+               WHERE ${createdInCycle(cycleId)}
+                 AND (${DEFERRED_UNWRITTEN} OR ${COLLECTING_UNWRITTEN})) AS n`,
         );
         return (row?.n ?? 0) === 0;
       },
@@ -129,12 +133,16 @@ export async function runCycleOnce(
     );
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      // A direct message not yet sent has no row (deferred-messages.ts): it is pending.
+      // A direct message not yet sent has no row (deferred-messages.ts): it is pending; a
+      // cycle message has none while it collects.
       sql`SELECT status, sum(n)::int AS n FROM (
             SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status
             UNION ALL
             SELECT 'pending', count(*) FROM deliveries d
-            WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}) c
+            WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}
+            UNION ALL
+            SELECT 'open', count(DISTINCT d.message_id) FROM deliveries d
+            WHERE ${createdInCycle(cycleId)} AND ${COLLECTING_UNWRITTEN}) c
           GROUP BY status`,
     );
     return {

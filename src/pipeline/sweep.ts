@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
+import { releaseOverdueCycles } from './cycle-release.js';
 import { BATCH_UNWRITTEN, writeDeferredMessages } from './deferred-messages.js';
 import { enqueueMessage, isJobLive, type Channel } from './deliver-queues.js';
 import {
@@ -29,6 +30,8 @@ const BATCH = 5000;
 
 export interface SweepOutcome {
   requeued: number;
+  /** Messages of cycles whose release job was lost, released (src/pipeline/cycle-release.ts). */
+  messagesReleased: number;
   pruned: number;
   cyclesClosed: number;
   /** Rows past RETENTION_DAYS removed, by table (src/pipeline/retention.ts). */
@@ -38,7 +41,8 @@ export interface SweepOutcome {
 /**
  * The sweeper: Postgres is the truth, so any message that is due and has no live job
  * (Redis flushed, a process killed between commit and enqueue) gets one again
- * (DESIGN invariant 1). It also prunes warnings nobody can see again, closes cycles whose
+ * (DESIGN invariant 1), and a cycle whose messages are still collecting when they are overdue
+ * is released. It also prunes warnings nobody can see again, closes cycles whose
  * checks were lost, and removes what is past RETENTION_DAYS.
  */
 export async function runSweep(
@@ -46,7 +50,9 @@ export async function runSweep(
   payload: z.infer<typeof sweepPayload>,
 ): Promise<SweepOutcome> {
   const log = ctx.logger.child({ job: SWEEP_JOB });
-  const { requeued } = await requeueDueMessages(ctx, payload.graceSeconds ?? DEFAULT_GRACE_SECONDS);
+  const graceSeconds = payload.graceSeconds ?? DEFAULT_GRACE_SECONDS;
+  const messagesReleased = await releaseOverdueCycles(ctx, graceSeconds);
+  const { requeued } = await requeueDueMessages(ctx, graceSeconds);
 
   const pruned = await queryRows<{ n: number }>(
     ctx.db,
@@ -80,12 +86,14 @@ export async function runSweep(
   );
   const outcome = {
     requeued,
+    messagesReleased,
     pruned: pruned[0]?.n ?? 0,
     cyclesClosed: closed[0]?.n ?? 0,
     expired,
   };
   if (
     outcome.requeued ||
+    outcome.messagesReleased ||
     outcome.pruned ||
     outcome.cyclesClosed ||
     Object.keys(outcome.expired).length > 0

@@ -5,6 +5,7 @@ import type { PipelineContext } from './context.js';
 import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
+import { releaseCycleMessages, releasePayload } from './cycle-release.js';
 import { EMAIL_DELIVER_JOBS, runDeliver } from './deliver.js';
 import { deliverPayload } from './deliver-queues.js';
 import { JobFailureLog } from './job-failure-log.js';
@@ -46,10 +47,14 @@ const deliver = define({
 
 /** One queue, one job kind, one processor (STYLE §2). */
 export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
+  // A cycle's own jobs: opening it, and releasing what it collected when its 60 s are up.
   poll: define({
-    payload: pollPayload,
-    // A scheduler job's id is stable across its retries: the cycle it opens is reused.
-    run: (ctx, p, job) => runPoll(ctx, { jobKey: p.jobKey ?? job.id }),
+    payload: z.union([releasePayload, pollPayload]),
+    run: (ctx, p, job) =>
+      'releaseCycle' in p
+        ? releaseCycleMessages(ctx, p.releaseCycle)
+        : // A scheduler job's id is stable across its retries: the cycle it opens is reused.
+          runPoll(ctx, { jobKey: p.jobKey ?? job.id }),
   }),
   // A place (v7) or a watched point (v1, src/pipeline/check-point.ts): one job kind, "check
   // what is watched", sharing the queue's rate limit, which is the upstream's QPM budget.

@@ -117,6 +117,12 @@ describe('the pipeline on PGlite', () => {
     await database.db.execute(sql`
       INSERT INTO poll_cycles (status, started_at) VALUES ('running', now() - interval '2 hours')`);
     const outcome = await runSweep(runtime.ctx, { graceSeconds: 0 });
-    expect(outcome).toEqual({ requeued: 0, pruned: 1, cyclesClosed: 1, expired: {} });
+    expect(outcome).toEqual({
+      requeued: 0,
+      messagesReleased: 0,
+      pruned: 1,
+      cyclesClosed: 1,
+      expired: {},
+    });
   }, 60_000);
 });

@@ -155,6 +155,29 @@ describe('OpsMetrics on scrape', () => {
       INSERT INTO messages (id, subscriber_id, channel, status, sent_at)
       VALUES (${notification!.id}, ${subscriber!.id}, 'email', 'sent', now())`);
     expect(await age()).toBeLessThan(480);
+
+    // A cycle message has no row while its cycle collects (src/pipeline/cycle-release.ts):
+    // held, however many notifications it carries, until the cycle is released.
+    const [cycle] = await queryRows<{ id: string }>(
+      database.db,
+      sql`INSERT INTO poll_cycles (status) VALUES ('running') RETURNING id`,
+    );
+    const [cycleEvent] = await queryRows<{ id: number }>(
+      database.db,
+      sql`INSERT INTO events (cycle_id, place_id, warning_id, type, record)
+          VALUES (${cycle!.id}, '101010100', 'w-collecting', 'new', '{}') RETURNING id`,
+    );
+    await database.db.execute(sql`
+      INSERT INTO deliveries (message_id, subscriber_id, event_id, cycle_id, place_id,
+        warning_id, event_type, channel)
+      SELECT m.id, ${subscriber!.id}, ${cycleEvent!.id}, ${cycle!.id}, '101010100',
+        'w-collecting', t, 'email'
+      FROM (SELECT gen_random_uuid() AS id) m, unnest(ARRAY['new', 'update']) AS t`);
+    expect((await m.scrape()).body).toMatch(/^qwn_messages_held 2$/m);
+    await database.db.execute(
+      sql`UPDATE poll_cycles SET released_at = now() WHERE id = ${cycle!.id}`,
+    );
+    expect((await m.scrape()).body).toMatch(/^qwn_messages_held 1$/m);
   });
 
   it("reports Redis's eviction policy, and nothing when CONFIG is refused", async () => {

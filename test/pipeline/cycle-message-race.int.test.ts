@@ -1,106 +1,220 @@
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { cycleMessageId, insertNotifications } from '../../src/pipeline/notification-ledger.js';
+import { listDeliveries } from '../../src/admin/deliveries.js';
+import { redeliver } from '../../src/admin/redeliver.js';
+import {
+  releaseCycleMessages,
+  releaseJobId,
+  scheduleCycleReleases,
+} from '../../src/pipeline/cycle-release.js';
+import {
+  cycleMessageId,
+  insertNotifications,
+  type InsertedNotifications,
+} from '../../src/pipeline/notification-ledger.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
+import { jobDefinition } from '../../src/pipeline/workers.js';
 import { waitForLockWait } from '../support/db.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
- * A check adds a cycle-grouped notification to its subscriber's message of the cycle, making the
- * message when its statement's snapshot lacks it. Another check may make that message, and
- * commit it, while the first check's statement waits on its insert: the statement neither made
- * it nor saw it. The notification must still join that message (a second message would tell the
- * subscriber in two emails what the cycle meant to say in one), and without the scheduler's
- * subscriber locks, which concurrent checks holding message locks deadlocked on.
+ * A cycle message has no row while it collects: checks add notifications that name it, under a
+ * share of the cycle's row, and the release writes its row once no check is adding any more
+ * (src/pipeline/cycle-release.ts). What the races between them must never do: strand a
+ * notification in a message nobody writes, put one in a message already sent, or make the
+ * sixteen checks of a storm wait for one another (a storm's cycle once went from 29 s to 155 s
+ * that way).
  */
-describe('a cycle message made by another check during the statement', () => {
+describe('a cycle message while it collects', () => {
   let h: PipelineHarness;
+  let runtime: Runtime;
+  const place = '101010100';
+  let cycleId: string;
+  let subscriber: string;
+  let eventId: number;
 
   beforeAll(async () => {
     h = await startPipelineHarness();
+    runtime = h.runtime();
+    await h.addPlace(place, '北京');
+    subscriber = await h.addEmailSubscriber('desk@example.com', [place]);
   });
   afterAll(async () => {
     await h?.close();
   });
-
-  it('gets the notification, without the scheduler and its locks, and no second message', async () => {
-    const db = h.database.db;
-    const place = '101010100';
-    await h.addPlace(place, '北京');
-    const subscriber = await h.addEmailSubscriber('desk@example.com', [place]);
+  beforeEach(async () => {
     const [cycle] = await queryRows<{ id: string }>(
-      db,
+      h.database.db,
       sql`INSERT INTO poll_cycles (status) VALUES ('running') RETURNING id`,
     );
+    cycleId = cycle!.id;
     const [event] = await queryRows<{ id: number }>(
-      db,
+      h.database.db,
       sql`INSERT INTO events (cycle_id, place_id, warning_id, type, record)
-          VALUES (${cycle!.id}, ${place}, 'w1', 'new', '{}'::jsonb) RETURNING id`,
+          VALUES (${cycleId}, ${place}, ${cycleId}, 'new', '{}'::jsonb) RETURNING id`,
     );
-    const messageId = cycleMessageId(subscriber, cycle!.id);
+    eventId = event!.id;
+  });
 
-    // The other check: its message is written, not yet committed.
-    const other = new pg.Client({ connectionString: h.database.url });
-    await other.connect();
-    try {
-      await other.query('BEGIN');
-      await other.query(
-        `INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
-           next_attempt_at, first_job_id)
-         VALUES ($1, $2, 'email', 'open', 'cycle', $3, now() + interval '1 minute', 'held_x_0')`,
-        [messageId, subscriber, cycle!.id],
+  /** A check that adds one cycle notification and stays open until `commit` resolves. */
+  function check(warning: string, commit: Promise<void> = Promise.resolve()) {
+    // Warning ids of this test's own: a notification is one per subscriber, warning and type.
+    const warningId = `${cycleId}-${warning}`;
+    let added!: (inserted: InsertedNotifications) => void;
+    const addedNow = new Promise<InsertedNotifications>((resolve) => (added = resolve));
+    const committed = h.database.db.transaction(async (tx) => {
+      const inserted = await insertNotifications(
+        tx,
+        [
+          {
+            subscriberId: subscriber,
+            eventId,
+            cycleId,
+            placeId: place,
+            warningId,
+            eventType: 'new',
+            channel: 'email',
+            scheduled: true,
+            cycleOnly: true,
+            level: '黄色',
+            supersedes: [],
+          },
+        ],
+        { key: `${cycleId}_${place}_${warningId}`, now: new Date() },
       );
-      const adding = db.transaction(async (tx) => {
-        const inserted = await insertNotifications(
-          tx,
-          [
-            {
-              subscriberId: subscriber,
-              eventId: event!.id,
-              cycleId: cycle!.id,
-              placeId: place,
-              warningId: 'w1',
-              eventType: 'new',
-              channel: 'email',
-              scheduled: true,
-              cycleOnly: true,
-              level: '黄色',
-              supersedes: [],
-            },
-          ],
-          { key: `${cycle!.id}_${place}`, now: new Date() },
-        );
-        // The scheduler's subscriber locks, taken while this transaction holds message locks,
-        // deadlocked concurrent checks: the notification joins without them.
-        const [locks] = await queryRows<{ n: number }>(
-          tx,
-          sql`SELECT count(*)::int AS n FROM pg_locks
-              WHERE locktype = 'advisory' AND pid = pg_backend_pid()`,
-        );
-        expect(locks!.n).toBe(0);
-        return inserted;
-      });
-      // This check's statement waits on the other's uncommitted message.
-      await waitForLockWait(h.database.url, "this check's insert waiting on the other's message");
-      await other.query('COMMIT');
-      const inserted = await adding;
-      expect(inserted.count).toBe(1);
-      // It made no message: the other check's job carries it.
-      expect(inserted.messages).toEqual([]);
-    } finally {
-      await other.end();
-    }
+      added(inserted);
+      await commit;
+      return inserted;
+    });
+    return { added: addedNow, committed };
+  }
 
-    const rows = await queryRows<{ message_id: string }>(
-      db,
-      sql`SELECT message_id FROM deliveries WHERE subscriber_id = ${subscriber}`,
+  const messageOf = async (warning: string) => {
+    const [row] = await queryRows<{ message_id: string; status: string | null }>(
+      h.database.db,
+      sql`SELECT d.message_id, m.status FROM deliveries d
+          LEFT JOIN messages m ON m.id = d.message_id
+          WHERE d.subscriber_id = ${subscriber} AND d.warning_id = ${`${cycleId}-${warning}`}`,
     );
-    expect(rows).toEqual([{ message_id: messageId }]);
-    const messages = await queryRows<{ id: string }>(
-      db,
-      sql`SELECT id FROM messages WHERE subscriber_id = ${subscriber}`,
+    return row;
+  };
+
+  it('joins without a row or a lock of the subscriber, beside the other checks and the counters', async () => {
+    let commitFirst!: () => void;
+    const first = check('w1', new Promise((resolve) => (commitFirst = resolve)));
+    const inserted = await first.added;
+    expect(inserted.count).toBe(1);
+    expect(inserted.messages).toEqual([]);
+    expect(inserted.releases).toEqual([{ cycleId, dueAt: expect.any(Date) as unknown }]);
+    // The scheduler's subscriber locks deadlocked concurrent checks: none is taken.
+    const locks = await queryRows<{ n: number }>(
+      h.database.db,
+      sql`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'`,
     );
-    expect(messages).toEqual([{ id: messageId }]);
+    expect(locks[0]!.n).toBe(0);
+    try {
+      // While the first check is open: a second check adds to the same message, and the
+      // cycle's counters update its row, neither waiting (a lock that made them wait fails the
+      // statement here rather than hanging).
+      const other = new pg.Client({ connectionString: h.database.url });
+      await other.connect();
+      try {
+        await other.query(`SET lock_timeout = '2s'`);
+        await other.query(`UPDATE poll_cycles SET checked = checked + 1 WHERE id = $1`, [cycleId]);
+      } finally {
+        await other.end();
+      }
+      const second = await check('w2').committed;
+      expect(second.count).toBe(1);
+    } finally {
+      commitFirst();
+    }
+    await first.committed;
+    const message = cycleMessageId(subscriber, cycleId);
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: null });
+    expect(await messageOf('w2')).toEqual({ message_id: message, status: null });
+  });
+
+  it('is released only after the checks still adding to it, and carries what they added', async () => {
+    let commitCheck!: () => void;
+    const adding = check('w1', new Promise((resolve) => (commitCheck = resolve)));
+    await adding.added;
+    const released = releaseCycleMessages(runtime.ctx, cycleId);
+    await waitForLockWait(h.database.url, 'the release waiting for the check');
+    commitCheck();
+    await adding.committed;
+    expect(await released).toBe(1);
+    const message = cycleMessageId(subscriber, cycleId);
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending' });
+    // Released once: a second release writes nothing.
+    expect(await releaseCycleMessages(runtime.ctx, cycleId)).toBe(0);
+  });
+
+  it('reads as held while it collects, and its job releases it when its 60 s are up', async () => {
+    const inserted = await check('w1').committed;
+    const message = cycleMessageId(subscriber, cycleId);
+    const listed = (await listDeliveries(h.database.db, { status: 'held' })).filter(
+      (d) => d.messageId === message,
+    );
+    expect(listed).toMatchObject([{ status: 'held', hold: 'cycle', attempts: 0 }]);
+    const notification = listed[0]!.id;
+    // Still collecting: a redelivery would send it before its cycle is done.
+    const asked = await redeliver(
+      { db: h.database.db, queues: runtime.ctx.queues },
+      { ids: [notification] },
+    );
+    expect(asked).toEqual({
+      requeued: [],
+      skipped: [{ id: message, reason: 'held', detail: expect.any(String) as unknown }],
+      unknown: [],
+    });
+
+    // Every check that adds to it asks for the same job, delayed until the bound.
+    await scheduleCycleReleases(runtime.ctx, inserted.releases);
+    await scheduleCycleReleases(runtime.ctx, [{ cycleId, dueAt: new Date(Date.now() + 5000) }]);
+    const job = await runtime.ctx.queues.poll.getJob(releaseJobId(cycleId));
+    expect(await job?.getState()).toBe('delayed');
+    expect(job!.opts.delay).toBeGreaterThan(50_000);
+    expect(job!.opts.delay).toBeLessThanOrEqual(60_000);
+    expect(await runtime.ctx.queues.poll.getJobCounts('delayed')).toEqual({ delayed: 1 });
+
+    // Run as the poll queue's worker runs it.
+    const poll = jobDefinition('poll');
+    expect(await poll.run(runtime.ctx, poll.payload.parse(job!.data), job!, undefined)).toBe(1);
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending' });
+    const heldNow = await listDeliveries(h.database.db, { status: 'held' });
+    expect(heldNow.filter((d) => d.messageId === message)).toEqual([]);
+    await job!.remove();
+  });
+
+  it('leaves a check that comes during the release to a message of its own', async () => {
+    await check('w1').committed;
+    // The release has stopped the collecting and is writing the message, not yet committed.
+    const release = new pg.Client({ connectionString: h.database.url });
+    await release.connect();
+    let late: Promise<InsertedNotifications>;
+    try {
+      await release.query('BEGIN');
+      await release.query(`SELECT 1 FROM poll_cycles WHERE id = $1 FOR UPDATE`, [cycleId]);
+      await release.query(`UPDATE poll_cycles SET released_at = now() WHERE id = $1`, [cycleId]);
+      late = check('w2').committed;
+      await waitForLockWait(h.database.url, 'the check waiting for the release');
+      await release.query('COMMIT');
+    } finally {
+      await release.end();
+    }
+    const inserted = await late;
+    expect(inserted.count).toBe(1);
+    expect(inserted.releases).toEqual([]);
+    // Placed by the scheduler in a message written at once, not the one released.
+    expect(inserted.messages).toHaveLength(1);
+    const collected = cycleMessageId(subscriber, cycleId);
+    expect((await messageOf('w1'))?.message_id).toBe(collected);
+    const own = await messageOf('w2');
+    expect(own?.message_id).toBe(inserted.messages[0]!.id);
+    expect(own?.message_id).not.toBe(collected);
+    expect(own?.status).not.toBeNull();
   });
 });

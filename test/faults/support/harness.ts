@@ -226,6 +226,10 @@ export async function startFaultRun(
     await db.execute(sql`
       UPDATE messages SET next_attempt_at = now()
       WHERE status IN ('retrying', 'open') AND next_attempt_at > now()`);
+    // A cycle message that still collects has no row: its cycle's 60 s are up, for the sweeper.
+    await db.execute(sql`
+      UPDATE poll_cycles SET started_at = least(started_at, now() - interval '61 seconds')
+      WHERE released_at IS NULL`);
     // A claim lasts 120 s; one taken more than 15 s ago belongs to a sender that is gone
     // (every send in these tests answers or times out well within that).
     await db.execute(sql`
