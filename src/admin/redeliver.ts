@@ -8,7 +8,11 @@ import {
   type Channel,
   type DeliverQueues,
 } from '../pipeline/deliver-queues.js';
-import { COLLECTING_UNWRITTEN, DEFERRED_UNWRITTEN } from '../pipeline/deferred-messages.js';
+import {
+  CYCLE_COLLECTING,
+  CYCLE_UNWRITTEN,
+  DEFERRED_UNWRITTEN,
+} from '../pipeline/deferred-messages.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -72,9 +76,9 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           SELECT ${DEFERRED_CANDIDATE} FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
           WHERE d.id = ANY(${ids}::uuid[]) AND ${DEFERRED_UNWRITTEN}
           UNION ALL
-          SELECT DISTINCT d.message_id, a.id::text, ${COLLECTING_CANDIDATE}
+          SELECT DISTINCT d.message_id, a.id::text, ${UNWRITTEN_CYCLE_CANDIDATE}
           FROM unnest(${ids}::uuid[]) AS a(id)
-          JOIN deliveries d ON (d.id = a.id OR d.message_id = a.id) AND ${COLLECTING_UNWRITTEN}
+          JOIN deliveries d ON (d.id = a.id OR d.message_id = a.id) AND ${CYCLE_UNWRITTEN}
           JOIN subscribers s ON s.id = d.subscriber_id`,
     );
   }
@@ -85,10 +89,11 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
     selection.status === undefined || selection.status === 'pending'
       ? sql`d.created_at >= ${selection.since.toISOString()}`
       : sql`false`;
-  const collectingWhere =
-    selection.status === undefined || selection.status === 'held'
+  const unwrittenCycleWhere =
+    selection.status === undefined || selection.status === 'held' || selection.status === 'pending'
       ? sql`d.created_at >= ${selection.since.toISOString()}`
       : sql`false`;
+  const statusWanted = selection.status ? sql`c.status = ${selection.status}` : sql`true`;
   return queryRows<Candidate>(
     db,
     sql`SELECT * FROM (
@@ -103,10 +108,11 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
           WHERE ${deferredWhere} AND ${DEFERRED_UNWRITTEN}
           UNION ALL
-          SELECT d.message_id, NULL, ${COLLECTING_CANDIDATE}, min(d.created_at)
+          SELECT d.message_id, NULL, ${UNWRITTEN_CYCLE_CANDIDATE}, min(d.created_at)
           FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE ${collectingWhere} AND ${COLLECTING_UNWRITTEN}
-          GROUP BY d.message_id, s.id) c
+          WHERE ${unwrittenCycleWhere} AND ${CYCLE_UNWRITTEN}
+          GROUP BY d.message_id, d.cycle_id, s.id) c
+        WHERE ${statusWanted}
         ORDER BY c.created_at, c.id`,
   );
 }
@@ -119,11 +125,14 @@ const DEFERRED_CANDIDATE = sql`d.id, NULL AS asked, 'pending' AS status, 0 AS at
   s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, true AS in_flight`;
 
 /**
- * A cycle message that still collects (no row yet, src/pipeline/cycle-release.ts) as a
- * candidate, after its id and the id asked for: held.
+ * A cycle message without its row (src/pipeline/cycle-release.ts) as a candidate, after its id
+ * and the id asked for: held while it collects; once released, pending, its first attempt
+ * owned by the batch job planned for it, so an attempt is under way.
  */
-const COLLECTING_CANDIDATE = sql`'held' AS status, 0 AS attempts, s.active,
-  s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, false AS in_flight`;
+const UNWRITTEN_CYCLE_CANDIDATE = sql`CASE WHEN ${CYCLE_COLLECTING} THEN 'held' ELSE 'pending' END
+    AS status,
+  0 AS attempts, s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
+  NOT ${CYCLE_COLLECTING} AS in_flight`;
 
 /**
  * Sets the selected rows back to pending and enqueues their deliver jobs. Rows of a paused or

@@ -9,6 +9,7 @@ import {
   removeHeldJobs,
   type Channel,
 } from './deliver-queues.js';
+import { CYCLE_UNWRITTEN, RELEASE_JOB } from './deferred-messages.js';
 import { createdInCycle } from './ledger-lookups.js';
 import type { CycleRelease } from './notification-ledger.js';
 
@@ -16,8 +17,9 @@ import type { CycleRelease } from './notification-ledger.js';
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
  * cycle's checks are done, or 60 s after its first notification if they are lost or slow
  * (INTERFACE §6). Its notifications name it (`cycleMessageId`) and it has no row while it
- * collects; the release writes its row, pending and owned by the first-attempt job that sends
- * it, and marks the cycle released so that no check adds to it any more. A message the
+ * collects; the release marks the cycle released, so that no check adds to it any more, and
+ * plans it into a first-attempt batch whose job sends it and whose sent mark writes its row
+ * (src/pipeline/deferred-messages.ts): one row version, as for a webhook's message. A message the
  * scheduler made for a subscriber who groups by cycle and keeps quiet hours or an hourly limit
  * has its row, open, from the start: the release makes it due at once.
  *
@@ -27,8 +29,8 @@ import type { CycleRelease } from './notification-ledger.js';
 export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string): Promise<number> {
   // One job per batch, as a check's own first attempts go (FIRST_ATTEMPT_BATCH): a storm's
   // grouped emails released one job each cost their own Redis round trips per message. The
-  // batch job's id goes on the message, so the sweeper asks that job before requeueing.
-  const jobPrefix = `rel_${randomUUID()}_`;
+  // batch job's id goes on the message or its batch row, so the sweeper asks that job before
+  // requeueing.
   const released = await ctx.db.transaction(async (tx) => {
     // Waits for every check still adding to the cycle's messages (they hold the row FOR KEY
     // SHARE); a check that comes after finds it released.
@@ -40,26 +42,29 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
     let written: ReleasedRow[] = [];
     if (cycle && !cycle.released) {
       await tx.execute(sql`UPDATE poll_cycles SET released_at = now() WHERE id = ${cycleId}`);
-      written = await queryRows<ReleasedRow>(
+      // Planned into first-attempt batches as a check plans its direct messages: still without
+      // a row, which their sent marks write (src/pipeline/deferred-messages.ts).
+      const batches = await queryRows<{ job_id: string; channel: Channel; message_ids: string[] }>(
         tx,
         sql`WITH collected AS (
-              SELECT d.message_id AS id, d.subscriber_id, d.channel,
-                min(d.created_at) AS created_at
+              SELECT DISTINCT d.message_id AS id, d.channel
               FROM deliveries d
-              WHERE ${createdInCycle(cycleId)} AND d.message_id <> d.id
-                AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)
-              GROUP BY d.message_id, d.subscriber_id, d.channel),
+              WHERE ${createdInCycle(cycleId)} AND ${CYCLE_UNWRITTEN}),
             batched AS (
-              SELECT c.*, ${firstAttemptJob(jobPrefix, sql`c.channel`, sql`c.id`)} AS job
+              SELECT c.*, ${firstAttemptJob(`${RELEASE_JOB}${randomUUID()}_`, sql`c.channel`, sql`c.id`)} AS job
               FROM collected c)
-            INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
-              next_attempt_at, first_job_id, created_at, updated_at)
-            SELECT id, subscriber_id, channel, 'pending', 'cycle', ${cycleId}::uuid, now(), job,
-              created_at, now()
-            FROM batched
-            ORDER BY id
-            ON CONFLICT (id) DO NOTHING
-            RETURNING id, channel, first_job_id, NULL::text AS held_job`,
+            INSERT INTO first_attempt_batches (job_id, channel, message_ids, created_at)
+            SELECT job, channel, array_agg(id ORDER BY id), now()
+            FROM batched GROUP BY job, channel
+            RETURNING job_id, channel, message_ids::text[] AS message_ids`,
+      );
+      written = batches.flatMap((b) =>
+        b.message_ids.map((id) => ({
+          id,
+          channel: b.channel,
+          first_job_id: b.job_id,
+          held_job: null,
+        })),
       );
     }
     const scheduled = await queryRows<ReleasedRow>(
@@ -71,7 +76,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
             FOR UPDATE),
           batched AS (
             SELECT id, held_job,
-              ${firstAttemptJob(`${jobPrefix}s_`, sql`channel`, sql`id`)} AS job
+              ${firstAttemptJob(`rels_${randomUUID()}_`, sql`channel`, sql`id`)} AS job
             FROM due)
           -- It stops collecting here, so its batch job owns its first attempt and sends it
           -- with no claim write (FIRST_ATTEMPT_OWNED). The row lock above waited for every

@@ -1,9 +1,10 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
+import { carriedBy } from './ledger-lookups.js';
 
 /**
- * Direct messages without a row of their own. A message of one notification that nothing holds
- * back (no grouping, quiet hours or hourly limit) is pending, never tried and owned by the
+ * Messages without a row of their own. A message of one notification that nothing holds back
+ * (no grouping, quiet hours or hourly limit) is pending, never tried and owned by the
  * first-attempt job the check planned it into. All of that is said by its notification (the
  * message takes the notification's id) and by the job's row in `first_attempt_batches`, so its
  * row in `messages` is written only when there is something new to remember: the sent mark
@@ -11,10 +12,49 @@ import { queryRows, type Db } from '../db/client.js';
  * (`writeDeferredMessages`). A webhook then costs two row versions, its notification and its
  * sent message, where it cost three (issue 21).
  *
+ * A cycle message (src/pipeline/cycle-release.ts) is the other kind: its notifications name it
+ * while the cycle collects, and the release plans it into a first-attempt batch as a check plans
+ * a direct one; from there it goes the same way, its row written by its sent mark. Its columns
+ * come from the notifications it carries, found by `message_id` (`deliveries_message_idx`); a
+ * direct message's, by primary key. Which kind a batch holds its job id says (`RELEASE_JOB`).
+ *
  * The row appears once and is never removed while its notification lives, so "no row yet" only
  * ever changes to "a row": every reader asks `messages` first and treats an absent row of a
  * batch's message as pending.
  */
+
+/** The prefix of the release's batch jobs: their messages are cycle messages. */
+export const RELEASE_JOB = 'rel_';
+
+/** Whether a deferred message is its notification's own (direct) or a cycle's. */
+export type DeferredKind = 'direct' | 'cycle';
+
+export const deferredKindOfJob = (jobId: string): DeferredKind =>
+  jobId.startsWith(RELEASE_JOB) ? 'cycle' : 'direct';
+
+/**
+ * One row per message among `ids` (uuid[]) of `kind`, in `messages`' columns: a direct message
+ * from its notification, a cycle message from the notifications it carries.
+ */
+function messageColumns(ids: SQL, kind: DeferredKind): SQL {
+  return kind === 'direct'
+    ? sql`SELECT d.id, d.subscriber_id, d.channel, NULL::text AS hold, NULL::uuid AS cycle_id,
+        d.created_at
+      FROM deliveries d
+      WHERE d.id = ANY(${ids}) AND d.message_id = d.id`
+    : sql`SELECT d.message_id AS id, d.subscriber_id, d.channel, 'cycle'::text AS hold,
+        d.cycle_id, min(d.created_at) AS created_at
+      FROM deliveries d
+      WHERE d.message_id = ANY(${ids}) AND d.message_id <> d.id
+      GROUP BY d.message_id, d.subscriber_id, d.channel, d.cycle_id`;
+}
+
+/** `messageColumns` of those still without a row; `kind` null reads both kinds. */
+function unwrittenMessages(ids: SQL, kind: DeferredKind | null): SQL {
+  const of = (k: DeferredKind) => sql`SELECT * FROM (${messageColumns(ids, k)}) c
+    WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = c.id)`;
+  return kind === null ? sql`${of('direct')} UNION ALL ${of('cycle')}` : of(kind);
+}
 
 /**
  * The messages of job `jobId`'s batch among `ids` that still have no row: its first attempts,
@@ -23,29 +63,37 @@ import { queryRows, type Db } from '../db/client.js';
  * attempt being made.
  */
 export function deferredOwned(ids: SQL, jobId: string): SQL {
-  return sql`SELECT d.id, 1 AS attempts, d.channel, NULL::text AS hold, d.subscriber_id
-    FROM deliveries d
-    WHERE d.id = ANY(${ids}) AND d.message_id = d.id
-      AND EXISTS (SELECT 1 FROM first_attempt_batches b
-                  WHERE b.job_id = ${jobId} AND d.id = ANY(b.message_ids))
-      AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.id)`;
+  return sql`SELECT n.id, 1 AS attempts, n.channel, n.hold, n.subscriber_id
+    FROM (${unwrittenMessages(ids, deferredKindOfJob(jobId))}) n
+    WHERE EXISTS (SELECT 1 FROM first_attempt_batches b
+                  WHERE b.job_id = ${jobId} AND n.id = ANY(b.message_ids))`;
 }
+
+/** Whether notification `d`'s cycle still collects (src/pipeline/cycle-release.ts). */
+export const CYCLE_COLLECTING = sql`EXISTS (SELECT 1 FROM poll_cycles c
+  WHERE c.id = d.cycle_id AND c.released_at IS NULL)`;
 
 /**
  * The status of notification `d`'s message `m`, joined with a LEFT JOIN: a direct message
- * without its row yet is pending; a cycle message without one still collects ('open'), as its
- * release writes its row (src/pipeline/cycle-release.ts).
+ * without its row yet is pending; a cycle message without one still collects ('open') until
+ * its cycle is released, and is pending, owned by its batch job, after.
  */
 export const MESSAGE_STATUS = sql`coalesce(m.status,
-  CASE WHEN d.message_id = d.id THEN 'pending' ELSE 'open' END)`;
+  CASE WHEN d.message_id <> d.id AND ${CYCLE_COLLECTING} THEN 'open' ELSE 'pending' END)`;
 
 /**
- * Whether notification `d` is carried by a cycle message that still collects and so has no
- * row (src/pipeline/notification-ledger.ts, `cycleJoinCtes`). Every other message that carries
- * more than its own notification has a row from the start.
+ * Whether notification `d` is carried by a cycle message without a row: collecting, or
+ * released and owned by a first-attempt batch. Every other message that carries more than its
+ * own notification has a row from the start.
  */
-export const COLLECTING_UNWRITTEN = sql`d.message_id <> d.id
+export const CYCLE_UNWRITTEN = sql`d.message_id <> d.id
   AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)`;
+
+/** `CYCLE_UNWRITTEN`, and its cycle still collects: held. */
+export const COLLECTING_UNWRITTEN = sql`${CYCLE_UNWRITTEN} AND ${CYCLE_COLLECTING}`;
+
+/** `CYCLE_UNWRITTEN`, and its cycle released it: pending, its first attempt owned. */
+export const RELEASED_UNWRITTEN = sql`${CYCLE_UNWRITTEN} AND NOT ${CYCLE_COLLECTING}`;
 
 /**
  * Whether notification `d` is a deferred message without its row yet: pending, its first
@@ -62,7 +110,7 @@ export const DEFERRED_UNWRITTEN = sql`d.message_id = d.id
  */
 export const BATCH_UNWRITTEN = sql`SELECT x.id FROM unnest(b.message_ids) AS x(id)
   WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = x.id)
-    AND EXISTS (SELECT 1 FROM deliveries d WHERE d.id = x.id)`;
+    AND EXISTS (SELECT 1 FROM deliveries d WHERE ${carriedBy(sql`ARRAY[x.id]`)})`;
 
 /**
  * Writes the rows of deferred messages among `ids` as they stand: pending, never tried and
@@ -75,12 +123,12 @@ export async function writeDeferredMessages(db: Db, ids: readonly string[]): Pro
   const written = await queryRows<{ id: string }>(
     db,
     sql`
-    INSERT INTO messages (id, subscriber_id, channel, status, attempts, next_attempt_at,
-      created_at, updated_at)
-    SELECT d.id, d.subscriber_id, d.channel, 'pending', 0, now(), d.created_at, now()
-    FROM deliveries d
-    WHERE d.id = ANY(${sql.param([...ids])}::uuid[]) AND d.message_id = d.id
-    ORDER BY d.id
+    INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id, attempts,
+      next_attempt_at, created_at, updated_at)
+    SELECT n.id, n.subscriber_id, n.channel, 'pending', n.hold, n.cycle_id, 0, now(),
+      n.created_at, now()
+    FROM (${unwrittenMessages(sql`${sql.param([...ids])}::uuid[]`, null)}) n
+    ORDER BY n.id
     ON CONFLICT (id) DO NOTHING
     RETURNING id`,
   );
@@ -99,7 +147,7 @@ export async function writeDeferredMessages(db: Db, ids: readonly string[]): Pro
 export function insertSentDeferred(
   ids: readonly string[],
   ats: readonly Date[],
-  options: { meetWritten: boolean },
+  options: { meetWritten: boolean; kind: DeferredKind },
 ): SQL {
   const idParam = sql.param(ids);
   const onConflict = options.meetWritten
@@ -107,11 +155,21 @@ export function insertSentDeferred(
       claimed_until = NULL, attempts = greatest(m.attempts, 1), last_error = NULL,
       updated_at = now()`
     : sql``;
+  const atParam = sql.param(ats.map((at) => at.toISOString()));
+  if (options.kind === 'cycle') {
+    return sql`INSERT INTO messages AS m (id, subscriber_id, channel, status, hold, cycle_id,
+        attempts, next_attempt_at, sent_at, created_at, updated_at)
+      SELECT n.id, n.subscriber_id, n.channel, 'sent', n.hold, n.cycle_id, 1, n.created_at, v.at,
+        n.created_at, now()
+      FROM unnest(${idParam}::uuid[], ${atParam}::timestamptz[]) AS v(id, at)
+      JOIN (${messageColumns(sql`${idParam}::uuid[]`, 'cycle')}) n ON n.id = v.id
+      ORDER BY n.id
+      ${onConflict}`;
+  }
   return sql`INSERT INTO messages AS m (id, subscriber_id, channel, status, attempts,
       next_attempt_at, sent_at, created_at, updated_at)
     SELECT d.id, d.subscriber_id, d.channel, 'sent', 1, d.created_at, v.at, d.created_at, now()
-    FROM unnest(${idParam}::uuid[], ${sql.param(ats.map((at) => at.toISOString()))}::timestamptz[])
-      AS v(id, at)
+    FROM unnest(${idParam}::uuid[], ${atParam}::timestamptz[]) AS v(id, at)
     -- Looked up by primary key whatever the statistics say (see SentRecorder).
     JOIN deliveries d ON d.id = v.id AND d.id = ANY(${idParam}::uuid[])
     ORDER BY d.id

@@ -586,7 +586,9 @@ async function attempt(
   if (sent === 'late') return 'released';
   if (sent !== 'sent' && 'outcome' in sent) return waitForRobot(ctx, log, message, sent);
   if (sent !== 'sent') return recordFailure(ctx, log, message, sent);
-  await s.sent.markSent(message.id, new Date(), { deferred: message.deferred });
+  await s.sent.markSent(message.id, new Date(), {
+    ...(message.deferred ? { deferred: message.hold === 'cycle' ? 'cycle' : 'direct' } : {}),
+  });
   log.info(
     {
       messageId: message.id,

@@ -278,9 +278,9 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
 /**
  * Notifications of subscribers who group by cycle and nothing else (the email default): each
  * joins the subscriber's message of the cycle, `cycleMessageId`, which has no row while it
- * collects. The message is written when the cycle releases it (src/pipeline/cycle-release.ts),
- * owned by the job that sends it: two row versions, written and sent, where a row made open by
- * the first check, then released, then sent took three (BENCHMARKS.md item 44).
+ * collects. The cycle's release plans it into a first-attempt batch (src/pipeline/cycle-release.ts)
+ * and its sent mark writes its row: one row version, where a row made open by the first check,
+ * then released, then sent took three (BENCHMARKS.md items 44 and 45).
  *
  * What a check shares with the other checks and the release is the cycle's row, locked `FOR KEY
  * SHARE` while the cycle still collects (`released_at` null). Sixteen checks of a storm hold it

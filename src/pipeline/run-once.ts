@@ -4,7 +4,13 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { COLLECTING_UNWRITTEN, DEFERRED_UNWRITTEN, MESSAGE_STATUS } from './deferred-messages.js';
+import {
+  COLLECTING_UNWRITTEN,
+  CYCLE_UNWRITTEN,
+  DEFERRED_UNWRITTEN,
+  MESSAGE_STATUS,
+  RELEASED_UNWRITTEN,
+} from './deferred-messages.js';
 import { releaseOverdueCycles } from './cycle-release.js';
 import { createdInCycle } from './ledger-lookups.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
@@ -117,7 +123,7 @@ export async function runCycleOnce(
                      OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
             + (SELECT count(*)::int FROM deliveries d
                WHERE ${createdInCycle(cycleId)}
-                 AND (${DEFERRED_UNWRITTEN} OR ${COLLECTING_UNWRITTEN})) AS n`,
+                 AND (${DEFERRED_UNWRITTEN} OR ${CYCLE_UNWRITTEN})) AS n`,
         );
         return (row?.n ?? 0) === 0;
       },
@@ -134,12 +140,15 @@ export async function runCycleOnce(
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,
       // A direct message not yet sent has no row (deferred-messages.ts): it is pending; a
-      // cycle message has none while it collects.
+      // cycle message has none while it collects, nor until it is sent.
       sql`SELECT status, sum(n)::int AS n FROM (
             SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status
             UNION ALL
             SELECT 'pending', count(*) FROM deliveries d
             WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}
+            UNION ALL
+            SELECT 'pending', count(DISTINCT d.message_id) FROM deliveries d
+            WHERE ${createdInCycle(cycleId)} AND ${RELEASED_UNWRITTEN}
             UNION ALL
             SELECT 'open', count(DISTINCT d.message_id) FROM deliveries d
             WHERE ${createdInCycle(cycleId)} AND ${COLLECTING_UNWRITTEN}) c

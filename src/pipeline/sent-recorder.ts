@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
 import { errorChain } from '../error-chain.js';
-import { insertSentDeferred } from './deferred-messages.js';
+import { insertSentDeferred, type DeferredKind } from './deferred-messages.js';
 import { GroupCommit } from './group-commit.js';
 
 /** What the recorder needs of the database: `Db` fits. */
@@ -72,15 +72,15 @@ export class SentRecorder {
    * Resolves once the message is recorded as sent at `at`; rejects when that write failed for
    * good. A `deferred` message has no row yet: its mark writes it (deferred-messages.ts).
    */
-  markSent(id: string, at: Date, options: { deferred?: boolean } = {}): Promise<void> {
-    return this.#marks.add({ id, at, deferred: options.deferred ?? false });
+  markSent(id: string, at: Date, options: { deferred?: DeferredKind } = {}): Promise<void> {
+    return this.#marks.add({ id, at, deferred: options.deferred ?? null });
   }
 }
 
 interface Mark {
   id: string;
   at: Date;
-  deferred: boolean;
+  deferred: DeferredKind | null;
 }
 
 /** Postgres refused a row on a unique key (SQLSTATE 23505), under whatever wraps it. */
@@ -89,9 +89,7 @@ const isUniqueViolation = (err: unknown): boolean =>
 
 /** One statement for a flush: the rows that exist are updated, the deferred ones inserted. */
 function markStatement(marks: readonly Mark[], options: { meetWritten: boolean }): SQL {
-  const rows = marks.filter((m) => !m.deferred);
-  // One row per id: an insert may not touch a row twice.
-  const deferred = [...new Map(marks.filter((m) => m.deferred).map((m) => [m.id, m])).values()];
+  const rows = marks.filter((m) => m.deferred === null);
   const parts: SQL[] = [];
   if (rows.length > 0) {
     const ids = sql.param(rows.map((m) => m.id));
@@ -106,13 +104,18 @@ function markStatement(marks: readonly Mark[], options: { meetWritten: boolean }
         WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])
         RETURNING 1)`);
   }
-  if (deferred.length > 0) {
+  for (const kind of ['direct', 'cycle'] as const) {
+    // One row per id: an insert may not touch a row twice.
+    const deferred = [
+      ...new Map(marks.filter((m) => m.deferred === kind).map((m) => [m.id, m])).values(),
+    ];
+    if (deferred.length === 0) continue;
     const written = insertSentDeferred(
       deferred.map((m) => m.id),
       deferred.map((m) => m.at),
-      options,
+      { ...options, kind },
     );
-    parts.push(sql`inserted AS (${written} RETURNING 1)`);
+    parts.push(sql`${sql.raw(`inserted_${kind}`)} AS (${written} RETURNING 1)`);
   }
   return sql`WITH ${sql.join(parts, sql`, `)} SELECT 1`;
 }

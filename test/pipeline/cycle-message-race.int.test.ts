@@ -14,10 +14,15 @@ import {
   insertNotifications,
   type InsertedNotifications,
 } from '../../src/pipeline/notification-ledger.js';
+import { MESSAGE_STATUS, writeDeferredMessages } from '../../src/pipeline/deferred-messages.js';
+import { deliverJobId } from '../../src/pipeline/queues.js';
+import { SentRecorder } from '../../src/pipeline/sent-recorder.js';
+import { runSweep } from '../../src/pipeline/sweep.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { jobDefinition } from '../../src/pipeline/workers.js';
+import { sampleWarning } from '../channels/fixtures.js';
 import { waitForLockWait } from '../support/db.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
  * A cycle message has no row while it collects: checks add notifications that name it, under a
@@ -53,7 +58,8 @@ describe('a cycle message while it collects', () => {
     const [event] = await queryRows<{ id: number }>(
       h.database.db,
       sql`INSERT INTO events (cycle_id, place_id, warning_id, type, record)
-          VALUES (${cycleId}, ${place}, ${cycleId}, 'new', '{}'::jsonb) RETURNING id`,
+          VALUES (${cycleId}, ${place}, ${cycleId}, 'new',
+                  ${JSON.stringify(sampleWarning({ id: cycleId }))}::jsonb) RETURNING id`,
     );
     eventId = event!.id;
   });
@@ -92,9 +98,9 @@ describe('a cycle message while it collects', () => {
   }
 
   const messageOf = async (warning: string) => {
-    const [row] = await queryRows<{ message_id: string; status: string | null }>(
+    const [row] = await queryRows<{ message_id: string; status: string; row: string | null }>(
       h.database.db,
-      sql`SELECT d.message_id, m.status FROM deliveries d
+      sql`SELECT d.message_id, ${MESSAGE_STATUS} AS status, m.status AS row FROM deliveries d
           LEFT JOIN messages m ON m.id = d.message_id
           WHERE d.subscriber_id = ${subscriber} AND d.warning_id = ${`${cycleId}-${warning}`}`,
     );
@@ -133,8 +139,8 @@ describe('a cycle message while it collects', () => {
     }
     await first.committed;
     const message = cycleMessageId(subscriber, cycleId);
-    expect(await messageOf('w1')).toEqual({ message_id: message, status: null });
-    expect(await messageOf('w2')).toEqual({ message_id: message, status: null });
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'open', row: null });
+    expect(await messageOf('w2')).toEqual({ message_id: message, status: 'open', row: null });
   });
 
   it('is released only after the checks still adding to it, and carries what they added', async () => {
@@ -147,9 +153,24 @@ describe('a cycle message while it collects', () => {
     await adding.committed;
     expect(await released).toBe(1);
     const message = cycleMessageId(subscriber, cycleId);
-    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending' });
+    // Pending, still without a row: a first-attempt batch of the release's holds it.
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending', row: null });
+    const batches = await queryRows<{ job_id: string; channel: string }>(
+      h.database.db,
+      sql`SELECT job_id, channel FROM first_attempt_batches
+          WHERE ${message}::uuid = ANY(message_ids)`,
+    );
+    expect(batches).toEqual([
+      { job_id: expect.stringMatching(/^rel_/) as unknown, channel: 'email' },
+    ]);
     // Released once: a second release writes nothing.
     expect(await releaseCycleMessages(runtime.ctx, cycleId)).toBe(0);
+    // Its batch job sends it and carries what the check added; the sent mark is its one row.
+    expect(await deliverOne(runtime.ctx, message)).toBe('sent');
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'sent', row: 'sent' });
+    expect(await deliverOne(runtime.ctx, message)).toBe('skipped');
+    const mails = h.smtp.messages.filter((m) => m.messageId?.includes(message));
+    expect(mails).toHaveLength(1);
   });
 
   it('reads as held while it collects, and its job releases it when its 60 s are up', async () => {
@@ -183,10 +204,54 @@ describe('a cycle message while it collects', () => {
     // Run as the poll queue's worker runs it.
     const poll = jobDefinition('poll');
     expect(await poll.run(runtime.ctx, poll.payload.parse(job!.data), job!, undefined)).toBe(1);
-    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending' });
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending', row: null });
     const heldNow = await listDeliveries(h.database.db, { status: 'held' });
     expect(heldNow.filter((d) => d.messageId === message)).toEqual([]);
     await job!.remove();
+  });
+
+  it('is written by the sweeper when its batch job is lost, and sent once', async () => {
+    await check('w1').committed;
+    expect(await releaseCycleMessages(runtime.ctx, cycleId)).toBe(1);
+    const message = cycleMessageId(subscriber, cycleId);
+    // Redis loses the release's batch job.
+    await runtime.ctx.queues.deliverEmail.obliterate({ force: true });
+    await runSweep(runtime.ctx, { graceSeconds: 0 });
+    // Given a job of its own (the earlier tests' released messages lost theirs too).
+    const job = await runtime.ctx.queues.deliverEmail.getJob(deliverJobId(message, 0));
+    expect(job?.data).toEqual({ messageIds: [message] });
+    const [row] = await queryRows<{
+      status: string;
+      attempts: number;
+      hold: string;
+      cycle: string;
+    }>(
+      h.database.db,
+      sql`SELECT status, attempts, hold, cycle_id AS cycle FROM messages WHERE id = ${message}`,
+    );
+    expect(row).toEqual({ status: 'pending', attempts: 0, hold: 'cycle', cycle: cycleId });
+    expect(await deliverOne(runtime.ctx, message)).toBe('sent');
+    expect(await deliverOne(runtime.ctx, message)).toBe('skipped');
+    expect(h.smtp.messages.filter((m) => m.messageId?.includes(message))).toHaveLength(1);
+  });
+
+  it('is marked sent over a row written while its send was under way', async () => {
+    await check('w1').committed;
+    await releaseCycleMessages(runtime.ctx, cycleId);
+    const message = cycleMessageId(subscriber, cycleId);
+    // A hand-back writes its row meanwhile; the mark meets it rather than failing.
+    expect(await writeDeferredMessages(h.database.db, [message])).toEqual([message]);
+    const at = new Date('2026-11-27T08:00:00Z');
+    await new SentRecorder(h.database.db).markSent(message, at, { deferred: 'cycle' });
+    const [row] = await queryRows<{ status: string; attempts: number; sent_at: Date }>(
+      h.database.db,
+      sql`SELECT status, attempts, sent_at FROM messages WHERE id = ${message}`,
+    );
+    expect({ ...row, sent_at: new Date(row!.sent_at) }).toEqual({
+      status: 'sent',
+      attempts: 1,
+      sent_at: at,
+    });
   });
 
   it('leaves a check that comes during the release to a message of its own', async () => {

@@ -257,8 +257,8 @@ describe('direct messages without a row until they are sent', () => {
     const { statements, recorder } = recordingStatements();
     const at = new Date('2026-11-26T08:00:00Z');
     await Promise.all([
-      recorder.markSent(written!, at, { deferred: true }),
-      recorder.markSent(unwritten!, at, { deferred: true }),
+      recorder.markSent(written!, at, { deferred: 'direct' }),
+      recorder.markSent(unwritten!, at, { deferred: 'direct' }),
     ]);
     const rows = await queryRows<{ id: string; status: string; attempts: number; sent_at: Date }>(
       h.database.db,
@@ -279,7 +279,7 @@ describe('direct messages without a row until they are sent', () => {
     const { batches } = await checkedWarning();
     const ids = batches.find((b) => b.channel === 'webhook')!.message_ids;
     const { statements, recorder } = recordingStatements();
-    await Promise.all(ids.map((id) => recorder.markSent(id, new Date(), { deferred: true })));
+    await Promise.all(ids.map((id) => recorder.markSent(id, new Date(), { deferred: 'direct' })));
     expect((await messageRows(ids)).map((r) => r.status)).toEqual(ids.map(() => 'sent'));
     expect(statements).toHaveLength(1);
     expect(statements[0]).not.toContain('ON CONFLICT');
