@@ -233,8 +233,19 @@ export function quietWindowAt(
   const localMidnight = wall - (((wall % 86_400_000) + 86_400_000) % 86_400_000);
   // The window containing `at` starts on the local day of `at` or, over midnight, the day before.
   for (const dayOffset of [-1, 0]) {
-    const [start, end] = windowOfDay(localMidnight + dayOffset * 86_400_000, from, to, timezone);
-    if (start < end && start <= t && t < end) return { start: new Date(start), end: new Date(end) };
+    const day = localMidnight + dayOffset * 86_400_000;
+    const [start, end] = windowOfDay(day, from, to, timezone);
+    if (!(start < end && start <= t && t < end)) continue;
+    // The free time between two windows can be exactly the hour a spring night skips (quiet
+    // 03:00-02:00 in New York): the windows then meet, and the quiet runs on to the next end
+    // rather than sending at an instant that already belongs to the next window.
+    let until = end;
+    for (let next = day + 86_400_000; next <= day + 3 * 86_400_000; next += 86_400_000) {
+      const [nextStart, nextEnd] = windowOfDay(next, from, to, timezone);
+      if (nextStart > until || nextStart >= nextEnd) break;
+      until = Math.max(until, nextEnd);
+    }
+    return { start: new Date(start), end: new Date(until) };
   }
   return null;
 }

@@ -179,6 +179,20 @@ describe('quietWindowAt', () => {
     );
   });
 
+  it('runs on to the next end when the spring gap is all the free time between windows', () => {
+    // Quiet 03:00-02:00 leaves 02:00-03:00 free, the very hour 2026-03-08 skips: the window of
+    // the 7th ends as the clock jumps (07:00Z), the instant the next begins, so the quiet runs
+    // on to 02:00 EDT on the 9th (06:00Z) (found by the simulation's property test).
+    const allButTwo = { from: '03:00', to: '02:00', bypassLevel: null };
+    expect(window('2026-03-07T20:00:00Z', 'America/New_York', allButTwo)).toEqual([
+      '2026-03-07T08:00:00.000Z',
+      '2026-03-09T06:00:00.000Z',
+    ]);
+    expect(window('2026-03-09T06:00:00Z', 'America/New_York', allButTwo)).toBeNull();
+    // Any other night keeps its free hour: 02:00-03:00 EST on the 7th is 07:00Z-08:00Z.
+    expect(window('2026-03-07T07:30:00Z', 'America/New_York', allButTwo)).toBeNull();
+  });
+
   it('starts a window whose start the spring gap skips by the length of the gap', () => {
     const gap = { from: '02:30', to: '04:00', bypassLevel: null };
     // 02:30 does not exist on 2026-03-08: the window starts at 03:30 EDT (07:30Z), ends 08:00Z.
