@@ -419,13 +419,23 @@ async function insertScheduled(
   const limited = subscriberIds.filter((id) => prefs.get(id)?.maxPerHour != null);
   const recent = new Map<string, Date[]>();
   if (limited.length > 0) {
-    // Messages sent within the hour, and those still to be sent (each will be, once).
+    // Messages sent within the hour, and those still to be sent (each will be, once). A message
+    // planned before the subscriber set the limit may have no row yet (a direct or a cycle
+    // message, src/pipeline/deferred-messages.ts): it goes out now, and counts as well. One
+    // without a row for an hour does not exist: the sweeper writes a lost job's within a
+    // minute.
     const sends = await queryRows<{ subscriber_id: string; at: Date }>(
       tx,
       sql`SELECT subscriber_id, coalesce(sent_at, next_attempt_at) AS at FROM messages
           WHERE subscriber_id = ANY(${sql.param(limited)}::uuid[])
             AND ((status = 'sent' AND sent_at > ${now}::timestamptz - interval '1 hour')
-                 OR status IN ('open', 'pending', 'retrying'))`,
+                 OR status IN ('open', 'pending', 'retrying'))
+          UNION ALL
+          SELECT d.subscriber_id, ${now}::timestamptz FROM deliveries d
+          WHERE d.subscriber_id = ANY(${sql.param(limited)}::uuid[])
+            AND d.created_at > ${now}::timestamptz - interval '1 hour'
+            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)
+          GROUP BY d.subscriber_id, d.message_id`,
     );
     for (const s of sends) {
       const list = recent.get(s.subscriber_id) ?? [];
