@@ -8,11 +8,7 @@ import {
   type Channel,
   type DeliverQueues,
 } from '../pipeline/deliver-queues.js';
-import {
-  CYCLE_COLLECTING,
-  CYCLE_UNWRITTEN,
-  DEFERRED_UNWRITTEN,
-} from '../pipeline/deferred-messages.js';
+import { MESSAGE_STATUS } from '../pipeline/deferred-messages.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -73,23 +69,19 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           JOIN subscribers s ON s.id = d.subscriber_id
           ORDER BY d.id, d.created_at)
           UNION ALL
-          SELECT ${DEFERRED_CANDIDATE} FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE d.id = ANY(${ids}::uuid[]) AND ${DEFERRED_UNWRITTEN}
-          UNION ALL
-          SELECT DISTINCT d.message_id, a.id::text, ${UNWRITTEN_CYCLE_CANDIDATE}
+          SELECT DISTINCT d.message_id, a.id::text, ${UNWRITTEN_CANDIDATE}
           FROM unnest(${ids}::uuid[]) AS a(id)
-          JOIN deliveries d ON (d.id = a.id OR d.message_id = a.id) AND ${CYCLE_UNWRITTEN}
-          JOIN subscribers s ON s.id = d.subscriber_id`,
+          JOIN deliveries d ON d.id = a.id OR (d.message_id = a.id AND d.message_id <> d.id)
+          LEFT JOIN messages m ON m.id = d.message_id
+          JOIN subscribers s ON s.id = d.subscriber_id
+          WHERE m.id IS NULL`,
     );
   }
   const where = selection.status
     ? sql`d.created_at >= ${selection.since.toISOString()} AND d.status = ${storedStatus(selection.status)}`
     : sql`d.created_at >= ${selection.since.toISOString()}`;
-  const deferredWhere =
-    selection.status === undefined || selection.status === 'pending'
-      ? sql`d.created_at >= ${selection.since.toISOString()}`
-      : sql`false`;
-  const unwrittenCycleWhere =
+  // A message without its row is only ever held or pending.
+  const unwrittenWhere =
     selection.status === undefined || selection.status === 'held' || selection.status === 'pending'
       ? sql`d.created_at >= ${selection.since.toISOString()}`
       : sql`false`;
@@ -104,35 +96,27 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
           WHERE ${where}
           UNION ALL
-          SELECT ${DEFERRED_CANDIDATE}, d.created_at
-          FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE ${deferredWhere} AND ${DEFERRED_UNWRITTEN}
-          UNION ALL
-          SELECT d.message_id, NULL, ${UNWRITTEN_CYCLE_CANDIDATE}, min(d.created_at)
-          FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE ${unwrittenCycleWhere} AND ${CYCLE_UNWRITTEN}
-          GROUP BY d.message_id, d.cycle_id, s.id) c
+          (SELECT DISTINCT ON (d.message_id) d.message_id, NULL, ${UNWRITTEN_CANDIDATE},
+             d.created_at
+           FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
+           JOIN subscribers s ON s.id = d.subscriber_id
+           WHERE ${unwrittenWhere} AND m.id IS NULL
+           ORDER BY d.message_id, d.created_at)) c
         WHERE ${statusWanted}
         ORDER BY c.created_at, c.id`,
   );
 }
 
 /**
- * A deferred message (no row yet, src/pipeline/deferred-messages.ts) as a candidate: pending,
- * its first attempt owned by the job planned for it, so an attempt is under way.
+ * A message without its row yet (src/pipeline/deferred-messages.ts) as a candidate, after its id
+ * and the id asked for, through a notification `d` and its message `m` LEFT JOINed: held while
+ * its cycle collects; otherwise pending, its first attempt owned by the batch job planned for
+ * it, so an attempt is under way.
  */
-const DEFERRED_CANDIDATE = sql`d.id, NULL AS asked, 'pending' AS status, 0 AS attempts, s.active,
-  s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, true AS in_flight`;
-
-/**
- * A cycle message without its row (src/pipeline/cycle-release.ts) as a candidate, after its id
- * and the id asked for: held while it collects; once released, pending, its first attempt
- * owned by the batch job planned for it, so an attempt is under way.
- */
-const UNWRITTEN_CYCLE_CANDIDATE = sql`CASE WHEN ${CYCLE_COLLECTING} THEN 'held' ELSE 'pending' END
+const UNWRITTEN_CANDIDATE = sql`CASE WHEN ${MESSAGE_STATUS} = 'open' THEN 'held' ELSE 'pending' END
     AS status,
   0 AS attempts, s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-  NOT ${CYCLE_COLLECTING} AS in_flight`;
+  ${MESSAGE_STATUS} <> 'open' AS in_flight`;
 
 /**
  * Sets the selected rows back to pending and enqueues their deliver jobs. Rows of a paused or

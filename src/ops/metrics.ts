@@ -4,7 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { queryRows, type Db } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../pipeline/context.js';
-import { BATCH_UNWRITTEN, COLLECTING_UNWRITTEN } from '../pipeline/deferred-messages.js';
+import { BATCH_UNWRITTEN, CYCLE_UNWRITTEN } from '../pipeline/deferred-messages.js';
 import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
 import {
   AuthError,
@@ -328,7 +328,7 @@ export class OpsMetrics implements JobObserver {
                       WHERE d.event_id IN (
                           SELECT e.id FROM events e JOIN poll_cycles c ON c.id = e.cycle_id
                           WHERE c.released_at IS NULL)
-                        AND ${COLLECTING_UNWRITTEN}) AS held
+                        AND ${CYCLE_UNWRITTEN}) AS held
             FROM messages WHERE status IN ('open', 'pending', 'retrying')`,
       ),
     );

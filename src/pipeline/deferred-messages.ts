@@ -70,7 +70,7 @@ export function deferredOwned(ids: SQL, jobId: string): SQL {
 }
 
 /** Whether notification `d`'s cycle still collects (src/pipeline/cycle-release.ts). */
-export const CYCLE_COLLECTING = sql`EXISTS (SELECT 1 FROM poll_cycles c
+const CYCLE_COLLECTING = sql`EXISTS (SELECT 1 FROM poll_cycles c
   WHERE c.id = d.cycle_id AND c.released_at IS NULL)`;
 
 /**
@@ -82,26 +82,14 @@ export const MESSAGE_STATUS = sql`coalesce(m.status,
   CASE WHEN d.message_id <> d.id AND ${CYCLE_COLLECTING} THEN 'open' ELSE 'pending' END)`;
 
 /**
- * Whether notification `d` is carried by a cycle message without a row: collecting, or
- * released and owned by a first-attempt batch. Every other message that carries more than its
- * own notification has a row from the start.
+ * Whether notification `d`'s message has no row yet: a direct message in its first-attempt
+ * batch, or a cycle message, collecting or in its batch. Every other message has a row from the
+ * start.
  */
-export const CYCLE_UNWRITTEN = sql`d.message_id <> d.id
-  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)`;
+export const MESSAGE_UNWRITTEN = sql`NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)`;
 
-/** `CYCLE_UNWRITTEN`, and its cycle still collects: held. */
-export const COLLECTING_UNWRITTEN = sql`${CYCLE_UNWRITTEN} AND ${CYCLE_COLLECTING}`;
-
-/** `CYCLE_UNWRITTEN`, and its cycle released it: pending, its first attempt owned. */
-export const RELEASED_UNWRITTEN = sql`${CYCLE_UNWRITTEN} AND NOT ${CYCLE_COLLECTING}`;
-
-/**
- * Whether notification `d` is a deferred message without its row yet: pending, its first
- * attempt not made. A message of one notification takes that notification's id, and only a
- * deferred one is ever without a row.
- */
-export const DEFERRED_UNWRITTEN = sql`d.message_id = d.id
-  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.id)`;
+/** `MESSAGE_UNWRITTEN` of a notification that a cycle message carries. */
+export const CYCLE_UNWRITTEN = sql`d.message_id <> d.id AND ${MESSAGE_UNWRITTEN}`;
 
 /**
  * The messages of first-attempt batch `b` still without a row: its first attempts not yet

@@ -4,13 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import {
-  COLLECTING_UNWRITTEN,
-  CYCLE_UNWRITTEN,
-  DEFERRED_UNWRITTEN,
-  MESSAGE_STATUS,
-  RELEASED_UNWRITTEN,
-} from './deferred-messages.js';
+import { MESSAGE_STATUS, MESSAGE_UNWRITTEN } from './deferred-messages.js';
 import { releaseOverdueCycles } from './cycle-release.js';
 import { createdInCycle } from './ledger-lookups.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
@@ -122,8 +116,7 @@ export async function runCycleOnce(
                 AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
                      OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
             + (SELECT count(*)::int FROM deliveries d
-               WHERE ${createdInCycle(cycleId)}
-                 AND (${DEFERRED_UNWRITTEN} OR ${CYCLE_UNWRITTEN})) AS n`,
+               WHERE ${createdInCycle(cycleId)} AND ${MESSAGE_UNWRITTEN}) AS n`,
         );
         return (row?.n ?? 0) === 0;
       },
@@ -139,19 +132,14 @@ export async function runCycleOnce(
     );
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      // A direct message not yet sent has no row (deferred-messages.ts): it is pending; a
-      // cycle message has none while it collects, nor until it is sent.
+      // A message without its row yet (deferred-messages.ts) has the status its
+      // notifications say: a direct one pending, a cycle one collecting or pending.
       sql`SELECT status, sum(n)::int AS n FROM (
             SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status
             UNION ALL
-            SELECT 'pending', count(*) FROM deliveries d
-            WHERE ${createdInCycle(cycleId)} AND ${DEFERRED_UNWRITTEN}
-            UNION ALL
-            SELECT 'pending', count(DISTINCT d.message_id) FROM deliveries d
-            WHERE ${createdInCycle(cycleId)} AND ${RELEASED_UNWRITTEN}
-            UNION ALL
-            SELECT 'open', count(DISTINCT d.message_id) FROM deliveries d
-            WHERE ${createdInCycle(cycleId)} AND ${COLLECTING_UNWRITTEN}) c
+            SELECT ${MESSAGE_STATUS}, count(DISTINCT d.message_id) FROM deliveries d
+            LEFT JOIN messages m ON m.id = d.message_id
+            WHERE ${createdInCycle(cycleId)} AND m.id IS NULL GROUP BY 1) c
           GROUP BY status`,
     );
     return {
