@@ -13,11 +13,10 @@ import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { scheduleCycleReleases } from './cycle-release.js';
-import { enqueueFirstAttempts } from './deliver-queues.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
+  enqueueInserted,
   insertNotifications,
   NOTHING_INSERTED,
   notifiedLevel,
@@ -312,9 +311,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
           return result;
         });
 
-  // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-  await enqueueFirstAttempts(ctx.queues, created.messages, now);
-  await scheduleCycleReleases(ctx, created.releases);
+  await enqueueInserted(ctx, created, now);
   if (outcome.applied) {
     // Every check of a cycle updates this one row. Inside the check's transaction its lock was
     // held across the client round trips up to COMMIT, so checks queued behind one another

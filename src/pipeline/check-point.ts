@@ -25,9 +25,8 @@ import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { scheduleCycleReleases } from './cycle-release.js';
-import { enqueueFirstAttempts } from './deliver-queues.js';
 import {
+  enqueueInserted,
   insertNotifications,
   NOTHING_INSERTED,
   notifiedLevel,
@@ -408,9 +407,7 @@ export async function runCheckPoint(
     });
   }
 
-  // After the commit: a crash here leaves rows without jobs, which the sweeper finds.
-  await enqueueFirstAttempts(ctx.queues, created.messages, now);
-  await scheduleCycleReleases(ctx, created.releases);
+  await enqueueInserted(ctx, created, now);
   const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
   if (total > 0 || outcome.deliveries > 0 || !outcome.applied) {
     log.info(

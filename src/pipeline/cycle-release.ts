@@ -39,7 +39,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
       sql`SELECT released_at IS NOT NULL AS released FROM poll_cycles
           WHERE id = ${cycleId} FOR UPDATE`,
     );
-    let written: ReleasedRow[] = [];
+    let planned: ReleasedRow[] = [];
     if (cycle && !cycle.released) {
       await tx.execute(sql`UPDATE poll_cycles SET released_at = now() WHERE id = ${cycleId}`);
       // Planned into first-attempt batches as a check plans its direct messages: still without
@@ -58,7 +58,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
             FROM batched GROUP BY job, channel
             RETURNING job_id, channel, message_ids::text[] AS message_ids`,
       );
-      written = batches.flatMap((b) =>
+      planned = batches.flatMap((b) =>
         b.message_ids.map((id) => ({
           id,
           channel: b.channel,
@@ -86,7 +86,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
           FROM batched b WHERE m.id = b.id
           RETURNING m.id, m.channel, m.first_job_id, b.held_job`,
     );
-    return [...written, ...scheduled];
+    return [...planned, ...scheduled];
   });
   const held = new Map<string, Channel>();
   for (const m of released) if (m.held_job) held.set(m.held_job, m.channel);

@@ -15,7 +15,14 @@ import {
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy } from './ledger-lookups.js';
-import { FIRST_ATTEMPT_BATCH, firstAttemptJob, type Channel } from './deliver-queues.js';
+import type { PipelineContext } from './context.js';
+import { scheduleCycleReleases } from './cycle-release.js';
+import {
+  enqueueFirstAttempts,
+  FIRST_ATTEMPT_BATCH,
+  firstAttemptJob,
+  type Channel,
+} from './deliver-queues.js';
 import type { Tx } from './warning-store.js';
 
 /**
@@ -118,6 +125,20 @@ export const NOTHING_INSERTED = (): InsertedNotifications => ({
   messages: [],
   releases: [],
 });
+
+/**
+ * After the check's commit, what its notifications need of Redis: the jobs of their messages'
+ * first attempts, and the release job of each cycle they joined. A crash before this leaves rows
+ * without jobs, which the sweeper finds.
+ */
+export async function enqueueInserted(
+  ctx: PipelineContext,
+  inserted: InsertedNotifications,
+  now: Date,
+): Promise<void> {
+  await enqueueFirstAttempts(ctx.queues, inserted.messages, now);
+  await scheduleCycleReleases(ctx, inserted.releases);
+}
 
 /**
  * Inserts a check's notifications and the messages that carry them, skipping notifications
