@@ -20,9 +20,13 @@ import { SentRecorder } from '../../src/pipeline/sent-recorder.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { jobDefinition } from '../../src/pipeline/workers.js';
-import { sampleWarning } from '../channels/fixtures.js';
 import { waitForLockWait } from '../support/db.js';
-import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import {
+  deliverOne,
+  insertCycleEvent,
+  startPipelineHarness,
+  type PipelineHarness,
+} from '../support/pipeline.js';
 
 /**
  * A cycle message has no row while it collects: checks add notifications that name it, under a
@@ -50,18 +54,7 @@ describe('a cycle message while it collects', () => {
     await h?.close();
   });
   beforeEach(async () => {
-    const [cycle] = await queryRows<{ id: string }>(
-      h.database.db,
-      sql`INSERT INTO poll_cycles (status) VALUES ('running') RETURNING id`,
-    );
-    cycleId = cycle!.id;
-    const [event] = await queryRows<{ id: number }>(
-      h.database.db,
-      sql`INSERT INTO events (cycle_id, place_id, warning_id, type, record)
-          VALUES (${cycleId}, ${place}, ${cycleId}, 'new',
-                  ${JSON.stringify(sampleWarning({ id: cycleId }))}::jsonb) RETURNING id`,
-    );
-    eventId = event!.id;
+    ({ cycleId, eventId } = await insertCycleEvent(h.database.db, place));
   });
 
   /** A check that adds one cycle notification and stays open until `commit` resolves. */

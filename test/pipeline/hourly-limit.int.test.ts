@@ -5,8 +5,11 @@ import {
   insertNotifications,
   type NewNotification,
 } from '../../src/pipeline/notification-ledger.js';
-import { sampleWarning } from '../channels/fixtures.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import {
+  insertCycleEvent,
+  startPipelineHarness,
+  type PipelineHarness,
+} from '../support/pipeline.js';
 
 /**
  * INTERFACE §7: no sliding hour carries more messages than `maxPerHour`. A subscriber who had
@@ -31,20 +34,11 @@ describe('the hourly limit', () => {
     warningId: string,
     scheduled: boolean,
   ): Promise<NewNotification> {
-    const [cycle] = await queryRows<{ id: string }>(
-      h.database.db,
-      sql`INSERT INTO poll_cycles (status) VALUES ('running') RETURNING id`,
-    );
-    const [event] = await queryRows<{ id: number }>(
-      h.database.db,
-      sql`INSERT INTO events (cycle_id, place_id, warning_id, type, record)
-          VALUES (${cycle!.id}, ${place}, ${warningId}, 'new',
-                  ${JSON.stringify(sampleWarning({ id: warningId }))}::jsonb) RETURNING id`,
-    );
+    const { cycleId, eventId } = await insertCycleEvent(h.database.db, place, warningId);
     return {
       subscriberId,
-      eventId: event!.id,
-      cycleId: cycle!.id,
+      eventId,
+      cycleId,
       placeId: place,
       warningId,
       eventType: 'new',

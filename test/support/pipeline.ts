@@ -17,6 +17,7 @@ import {
   type Simulator,
   type SimulatorOptions,
 } from '../../src/simulator/index.js';
+import { sampleWarning } from '../channels/fixtures.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
@@ -270,6 +271,30 @@ export async function notificationsOutsideTheirEventsCycle(db: Db): Promise<stri
                           WHERE e.id = d.event_id AND e.cycle_id IS NOT DISTINCT FROM d.cycle_id)`,
   );
   return rows.map((r) => r.id);
+}
+
+/**
+ * A running poll cycle and one `new` event of it at `placeId`, its record a sample warning, as a
+ * check would have written them before its notifications; the warning id is the cycle's unless
+ * given.
+ */
+export async function insertCycleEvent(
+  db: Db,
+  placeId: string,
+  warningId?: string,
+): Promise<{ cycleId: string; eventId: number }> {
+  const [cycle] = await queryRows<{ id: string }>(
+    db,
+    sql`INSERT INTO poll_cycles (status) VALUES ('running') RETURNING id`,
+  );
+  const id = warningId ?? cycle!.id;
+  const [event] = await queryRows<{ id: number }>(
+    db,
+    sql`INSERT INTO events (cycle_id, place_id, warning_id, type, record)
+        VALUES (${cycle!.id}, ${placeId}, ${id}, 'new',
+                ${JSON.stringify(sampleWarning({ id }))}::jsonb) RETURNING id`,
+  );
+  return { cycleId: cycle!.id, eventId: event!.id };
 }
 
 /**
