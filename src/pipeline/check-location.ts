@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryPrepared, queryRows } from '../db/client.js';
+import { queryPrepared } from '../db/client.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
@@ -68,7 +68,7 @@ async function writeDetection(
     supersedes: e.supersedes,
     record: withoutRaw(e.warning),
   }));
-  const found = await queryRows<
+  const found = await queryPrepared<
     { inserted: { id: number; warning_id: string; type: string }[] } & (
       SubscriptionRow | { [column in keyof SubscriptionRow]: null }
     )
@@ -268,7 +268,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
           // bookkeeping in the same statement (one round trip less per check): every check that
           // writes warnings also changes this row, which is what the quiet check's version
           // compare relies on. A re-run of the cycle's check changes nothing.
-          const [place] = await queryRows<{
+          const [place] = await queryPrepared<{
             version: string;
             last_cycle_id: string | null;
             last_fetched_at: Date | null;

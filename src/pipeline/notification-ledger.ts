@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
-import { queryRows } from '../db/client.js';
+import { queryPrepared, queryRows } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
 import {
@@ -255,7 +255,7 @@ async function insertUnscheduled(
     results.push(sql`(SELECT array_agg(id::text) FROM collecting) AS collecting,
       (SELECT count(*)::int FROM joined) AS joined`);
   }
-  const [row] = await queryRows<{
+  const [row] = await queryPrepared<{
     direct: CreatedRow[] | null;
     collecting?: string[] | null;
     joined?: number;
