@@ -28,6 +28,8 @@ const MIGRATION_LOCK_KEY = 0x71776e; // "qwn"
 export interface OpenOptions {
   /** Connections in the pool (node-postgres only). */
   poolSize?: number;
+  /** How long an unused connection stays open; 30 s unless given. */
+  idleTimeoutMs?: number;
   applicationName?: string;
 }
 
@@ -38,7 +40,7 @@ export function openPostgres(url: string, options: OpenOptions = {}): Database {
     application_name: options.applicationName ?? 'qwn',
     // A dead connection must not hang a job past its lock.
     connectionTimeoutMillis: 10_000,
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
   });
   // An idle client that loses its server emits 'error' on the pool; without a listener the
   // process would crash (pg's documented behaviour). The next query gets a fresh client.

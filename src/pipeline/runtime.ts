@@ -104,6 +104,10 @@ export function createRuntime(
           Math.ceil((config.deliveryConcurrency + EMAIL_DELIVER_JOBS) / 2) +
           1,
       ),
+      // Kept from one poll to the next: a connection's first statements cost its backend the
+      // most (start-up, catalog caches, five custom plans of each prepared statement before
+      // a generic one), and closing them after 30 s idle paid that again every cycle.
+      idleTimeoutMs: (config.pollIntervalSeconds + 60) * 1000,
     });
   const redis = createRedis(config.redisUrl);
   redis.on('error', (err) => logger.error({ err }, 'redis connection error'));
