@@ -267,6 +267,35 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined):
 }
 
 /**
+ * The message's own columns of a taken row: the row less its notification's. Named one by one:
+ * filtering the row's entries by name cost 5 µs a message, a storm's largest self time in
+ * `claim`.
+ */
+function messageOfRow(r: TakenRow): ClaimedMessage & { owned: boolean; deferred: boolean } {
+  return {
+    id: r.id,
+    attempts: r.attempts,
+    channel: r.channel,
+    hold: r.hold,
+    subscriber_id: r.subscriber_id,
+    email: r.email,
+    webhook_url: r.webhook_url,
+    webhook_secret: r.webhook_secret,
+    robot_kind: r.robot_kind,
+    robot_url: r.robot_url,
+    robot_secret: r.robot_secret,
+    lang: r.lang,
+    active: r.active,
+    unsubscribed: r.unsubscribed,
+    disabled_reason: r.disabled_reason,
+    quiet_from: r.quiet_from,
+    quiet_to: r.quiet_to,
+    owned: r.owned,
+    deferred: r.deferred,
+  };
+}
+
+/**
  * Takes the due messages among `ids` for this attempt; messages sent, dead, not due or held
  * elsewhere are left out. Those whose first attempt `jobId` owns are only read; the others are
  * claimed (`claimed_until`), and an open message that is due stops collecting here (it becomes
@@ -286,13 +315,7 @@ async function claim(
   const claimed = new Map<string, ClaimedMessage & { owned: boolean; deferred: boolean }>();
   const rows: CarriedOnce[] = [];
   for (const r of taken) {
-    if (!claimed.has(r.id)) {
-      // The message's own columns: the row less its notification's.
-      const message = Object.fromEntries(
-        Object.entries(r).filter(([column]) => !column.startsWith('n_')),
-      ) as ClaimedMessage & { owned: boolean; deferred: boolean };
-      claimed.set(r.id, message);
-    }
+    if (!claimed.has(r.id)) claimed.set(r.id, messageOfRow(r));
     if (r.n_id !== null) {
       rows.push({
         id: r.n_id,
