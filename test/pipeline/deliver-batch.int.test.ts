@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
+import { createLogger } from '../../src/logger.js';
 import { SEND_START_DEADLINE_MS, runDeliver } from '../../src/pipeline/deliver.js';
 import {
   DELIVER_JOB,
@@ -315,6 +316,31 @@ describe('deliver jobs carrying many rows', () => {
 
     // Run again (a stalled job's second run), it finds nothing left to send.
     expect((await runDeliver(rt.ctx, { messageIds: ids }, owner)).skipped).toBe(4);
+  });
+
+  it('says what a job sent in one line at info, and each message at debug only', async () => {
+    const place = '101280101';
+    const owner = `logged-batch_${place}_webhook0`;
+    const ids = await ownedFirstAttempts(place, [9, 14], owner);
+    const linesAt = async (level: string) => {
+      type Line = { msg: string; sent?: number; messageId?: string };
+      const lines: Line[] = [];
+      const logger = createLogger(level, {
+        write: (line: string) => void lines.push(JSON.parse(line) as Line),
+      });
+      await ownedFirstAttempts(place, [9, 14], owner);
+      const result = await runDeliver({ ...rt.ctx, logger }, { messageIds: ids }, owner);
+      expect(result.sent.webhook).toBe(5);
+      return lines;
+    };
+
+    const info = await linesAt('info');
+    expect(info.filter((l) => l.msg === 'message delivered')).toEqual([]);
+    expect(info.filter((l) => l.msg === 'deliver job done')).toMatchObject([{ sent: 5 }]);
+
+    const debug = await linesAt('debug');
+    const each = debug.filter((l) => l.msg === 'message delivered').map((l) => l.messageId);
+    expect(each.sort()).toEqual([...ids].sort());
   });
 
   it("leaves its first attempts to the job's other run once its own lock has lapsed", async () => {
