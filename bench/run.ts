@@ -57,7 +57,7 @@ const { values: args } = parseArgs({
     'check-concurrency': { type: 'string' },
     'delivery-concurrency': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
-    'log-level': { type: 'string', default: 'warn' },
+    'log-level': { type: 'string', default: 'info' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
     places: { type: 'string', default: resolve(REPO_ROOT, '../shared/data/qweather') },
