@@ -206,7 +206,10 @@ async function applyQuietCheck(
         seen AS (
           UPDATE warnings SET last_seen = ${now}, misses = 0
           WHERE place_id IN (SELECT id FROM place)
-            AND warning_id = ANY(${sql.param(seen)}::text[]))
+            -- A filter over the place's few warnings, not an index condition: costed as an
+            -- array of unknown length, the condition made every generic plan dearer than a
+            -- custom one, and Postgres planned this statement anew on every quiet check.
+            AND (warning_id = ANY(${sql.param(seen)}::text[])) IS TRUE)
         SELECT count(*)::int AS n FROM place`,
   );
   return written?.n === 1 ? { outcome: result } : { read: null };
