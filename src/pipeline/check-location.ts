@@ -195,12 +195,40 @@ async function applyQuietCheck(
     if (detected.events.length > 0 || detected.changes.length > 0) return { read };
     seen = detected.seen;
   }
-  // Bookkeeping only, so no wait for the WAL flush (as in the locked path below).
   const [written] = await queryPrepared<{ n: number }>(
     ctx.db,
-    sql`WITH place AS (
-          UPDATE places SET ${placeBookkeeping({ cycleId, fetchOk: fetch.ok, fetchStartedAt, now })}
-          WHERE id = ${placeId} AND xmin::text = ${place.version}
+    quietWrite({
+      cycleId,
+      placeId,
+      fetchOk: fetch.ok,
+      fetchStartedAt,
+      now,
+      version: place.version,
+      seen,
+    }),
+  );
+  return written?.n === 1 ? { outcome: result } : { read: null };
+}
+
+/**
+ * A quiet check's one write: its bookkeeping and the last-seen times of the warnings it saw,
+ * applied only if the place row is still `version`. Bookkeeping only, so no wait for the WAL
+ * flush (as in the locked path). Exported for the test that holds it to a generic plan
+ * (test/db/quiet-write-plan.int.test.ts).
+ */
+export function quietWrite(check: {
+  cycleId: string;
+  placeId: string;
+  fetchOk: boolean;
+  fetchStartedAt: Date;
+  now: Date;
+  version: string;
+  seen: readonly string[];
+}): SQL {
+  const { cycleId, placeId, fetchOk, fetchStartedAt, now, version, seen } = check;
+  return sql`WITH place AS (
+          UPDATE places SET ${placeBookkeeping({ cycleId, fetchOk, fetchStartedAt, now })}
+          WHERE id = ${placeId} AND xmin::text = ${version}
             AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
           RETURNING id),
         seen AS (
@@ -209,10 +237,8 @@ async function applyQuietCheck(
             -- A filter over the place's few warnings, not an index condition: costed as an
             -- array of unknown length, the condition made every generic plan dearer than a
             -- custom one, and Postgres planned this statement anew on every quiet check.
-            AND (warning_id = ANY(${sql.param(seen)}::text[])) IS TRUE)
-        SELECT count(*)::int AS n FROM place`,
-  );
-  return written?.n === 1 ? { outcome: result } : { read: null };
+            AND (warning_id = ANY(${sql.param([...seen])}::text[])) IS TRUE)
+        SELECT count(*)::int AS n FROM place`;
 }
 
 /** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
