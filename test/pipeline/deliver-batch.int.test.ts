@@ -321,14 +321,15 @@ describe('deliver jobs carrying many rows', () => {
   it('says what a job sent in one line at info, and each message at debug only', async () => {
     const place = '101280101';
     const owner = `logged-batch_${place}_webhook0`;
-    const ids = await ownedFirstAttempts(place, [9, 14], owner);
+    let ids: string[] = [];
+    // Five first attempts of the owner, made unsent again before each run: a run per level.
     const linesAt = async (level: string) => {
       type Line = { msg: string; sent?: number; messageId?: string };
       const lines: Line[] = [];
       const logger = createLogger(level, {
         write: (line: string) => void lines.push(JSON.parse(line) as Line),
       });
-      await ownedFirstAttempts(place, [9, 14], owner);
+      ids = await ownedFirstAttempts(place, [9, 14], owner);
       const result = await runDeliver({ ...rt.ctx, logger }, { messageIds: ids }, owner);
       expect(result.sent.webhook).toBe(5);
       return lines;
