@@ -395,12 +395,14 @@ export async function runScenario(
 
 /**
  * CPU seconds of each backend of the bench database (the server is shared: other databases'
- * backends are not ours). A backend that ends during the cycle takes its time with it; the
- * pools keep theirs open while they are busy, so little is lost.
+ * backends are not ours), less the bench's own statistics and activity sessions, which sample
+ * the cycle rather than run it. A backend that ends during the cycle takes its time with it;
+ * the pools keep theirs open while they are busy, so little is lost.
  */
 async function backendCpu(client: pg.Client): Promise<Map<number, number>> {
   const { rows } = await client.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`,
+    `SELECT pid FROM pg_stat_activity
+     WHERE datname = current_database() AND application_name NOT LIKE 'qwn bench%'`,
   );
   return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
 }
