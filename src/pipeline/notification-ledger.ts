@@ -15,6 +15,7 @@ import {
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy } from './ledger-lookups.js';
+import { MESSAGE_UNWRITTEN } from './deferred-messages.js';
 import type { PipelineContext } from './context.js';
 import { scheduleCycleReleases } from './cycle-release.js';
 import {
@@ -455,7 +456,7 @@ async function insertScheduled(
           SELECT d.subscriber_id, ${now}::timestamptz FROM deliveries d
           WHERE d.subscriber_id = ANY(${sql.param(limited)}::uuid[])
             AND d.created_at > ${now}::timestamptz - interval '1 hour'
-            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id)
+            AND ${MESSAGE_UNWRITTEN}
           GROUP BY d.subscriber_id, d.message_id`,
     );
     for (const s of sends) {
