@@ -237,7 +237,7 @@ export function quietWrite(check: {
             -- A filter over the place's few warnings, not an index condition: costed as an
             -- array of unknown length, the condition made every generic plan dearer than a
             -- custom one, and Postgres planned this statement anew on every quiet check.
-            AND (warning_id = ANY(${sql.param([...seen])}::text[])) IS TRUE)
+            AND (warning_id = ANY(${sql.param(seen)}::text[])) IS TRUE)
         SELECT count(*)::int AS n FROM place`;
 }
 
