@@ -35,6 +35,7 @@ import {
 } from './report.js';
 import { runScenario, type ScenarioResult } from './scenario.js';
 import { startBenchReceiver, startBenchSmtp } from './sinks.js';
+import { BENCH_SESSION_NAME } from './stats.js';
 
 /**
  * `npm run bench`: a national storm on the real pipeline (worker processes, Postgres, Redis,
@@ -130,11 +131,11 @@ async function runOnce(): Promise<BenchReport> {
   const logFds: number[] = [];
   const stats = new pg.Client({
     connectionString: database.url,
-    application_name: 'qwn bench stats',
+    application_name: `${BENCH_SESSION_NAME} stats`,
   });
   const activity = new pg.Client({
     connectionString: database.url,
-    application_name: 'qwn bench activity',
+    application_name: `${BENCH_SESSION_NAME} activity`,
   });
   let runtime: ReturnType<typeof createRuntime> | undefined;
 

@@ -18,6 +18,7 @@ import { cpuSeconds, sampleMemory } from './procs.js';
 import type { BenchReceiver, BenchSmtp } from './sinks.js';
 import {
   flushTableStats,
+  PIPELINE_BACKENDS,
   readRedisStats,
   readTableStats,
   readTransactions,
@@ -401,8 +402,7 @@ export async function runScenario(
  */
 async function backendCpu(client: pg.Client): Promise<Map<number, number>> {
   const { rows } = await client.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity
-     WHERE datname = current_database() AND application_name NOT LIKE 'qwn bench%'`,
+    `SELECT pid FROM pg_stat_activity WHERE ${PIPELINE_BACKENDS}`,
   );
   return new Map(rows.map((r) => [r.pid, cpuSeconds(r.pid)]));
 }

@@ -4,6 +4,16 @@ import type pg from 'pg';
 
 /** What Postgres and Redis count about themselves, read before and after each scenario. */
 
+/**
+ * The `application_name` of the bench's own sessions (statistics, activity sampling): they
+ * watch a cycle rather than run it, so their backends are neither ended nor counted.
+ */
+export const BENCH_SESSION_NAME = 'qwn bench';
+
+/** The pipeline's backends of the bench database, as a `pg_stat_activity` condition. */
+export const PIPELINE_BACKENDS = `datname = current_database()
+  AND application_name NOT LIKE '${BENCH_SESSION_NAME}%'`;
+
 export interface TableWrites {
   ins: number;
   upd: number;
@@ -21,8 +31,7 @@ export type TableStats = Record<string, TableWrites>;
 export async function flushTableStats(client: pg.Client): Promise<void> {
   const { rows } = await client.query<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity
-     WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle'
-       AND application_name NOT LIKE 'qwn bench%'`,
+     WHERE ${PIPELINE_BACKENDS} AND pid <> pg_backend_pid() AND state = 'idle'`,
   );
   const pids = rows.map((r) => r.pid);
   if (pids.length === 0) return;
