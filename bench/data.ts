@@ -169,6 +169,31 @@ export function generateData(allPlaces: readonly PlaceRow[], size: BenchSize): B
   };
 }
 
+/**
+ * The same data with the email subscribers' subscriptions left out: for measuring qwn's CPU per
+ * webhook notification beside the peer's (issue 21). Every subscriber keeps its index, so the
+ * webhook subscribers, their places and filters, and the storm's warnings are the same as in
+ * the full data; an email subscriber is still inserted, watching nothing.
+ */
+export function webhookSubscribersOnly(data: BenchData): BenchData {
+  const subscribers = data.subscribers.map((s) =>
+    s.channel === 'webhook' ? s : { ...s, places: [] },
+  );
+  const watchers = new Map<string, number[]>();
+  for (const [place, indexes] of data.watchers) {
+    const kept = indexes.filter((i) => data.subscribers[i]!.channel === 'webhook');
+    if (kept.length > 0) watchers.set(place, kept);
+  }
+  const webhook = data.subscriptionsByChannel.webhook;
+  return {
+    ...data,
+    subscribers,
+    watchers,
+    subscriptionCount: webhook,
+    subscriptionsByChannel: { email: 0, webhook },
+  };
+}
+
 /** Each webhook subscriber has its own secret, derived from its index so the receiver needs no table. */
 export function webhookSecretFor(index: number): string {
   const key = createHash('sha256').update(`qwn-bench-${index}`).digest('base64');

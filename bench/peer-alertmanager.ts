@@ -385,12 +385,15 @@ const n0 = (v: number) => Math.round(v).toLocaleString('en-US');
 const n2 = (v: number) => v.toFixed(2);
 
 /**
- * Rows of the table "peer (same receiver, same run) | Alertmanager | qwn"; `ours` is the
- * storm's webhook channel, absent when the run had no storm.
+ * Rows of the table "peer (same receiver, same run) | Alertmanager | qwn"; `ours` is the storm
+ * of the webhook subscribers alone (with the CPU per notification of the storm of both channels
+ * beside it), absent when it did not run.
  */
 export function peerRows(
   peer: PeerResult,
-  ours: { cpuMsPerNotification: number; webhooksPerSecond: number } | undefined,
+  ours:
+    | { cpuMsPerNotification: number; webhooksPerSecond: number; bothChannelsCpuMs?: number }
+    | undefined,
 ): { label: string; cells: string[] }[] {
   if ('skipped' in peer)
     return [{ label: 'Alertmanager', cells: [`skipped: ${peer.skipped}`, ''] }];
@@ -403,9 +406,17 @@ export function peerRows(
       cells: [`${n0(peer.webhooksPerSecond)}${mark}`, ours ? n0(ours.webhooksPerSecond) : '–'],
     },
     {
-      label: 'CPU ms per notification (all processes)',
+      label: 'CPU ms per webhook notification (all processes)',
       cells: [n2(peer.cpuMsPerNotification), ours ? n2(ours.cpuMsPerNotification) : '–'],
     },
+    ...(ours?.bothChannelsCpuMs === undefined
+      ? []
+      : [
+          {
+            label: 'CPU ms per notification, storm of both channels',
+            cells: ['–', n2(ours.bothChannelsCpuMs)],
+          },
+        ]),
     {
       label: 'notifications → webhooks',
       cells: [
@@ -419,7 +430,7 @@ export function peerRows(
       label: 'setup',
       cells: [
         `${peer.version}, group_by ['...'], group_wait 0s, 1 alert a webhook`,
-        'the storm above: checks, ledger, both channels',
+        'the storm again, webhook subscribers only: checks, ledger, sends',
       ],
     },
   ];

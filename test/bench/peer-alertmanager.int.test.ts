@@ -192,12 +192,21 @@ describe('runAlertmanagerPeer', () => {
     const dir = dirname(configArg.slice('--config.file='.length));
     await expect(readdir(dir)).rejects.toMatchObject({ code: 'ENOENT' });
 
-    const rows = peerRows(result, { cpuMsPerNotification: 1.5, webhooksPerSecond: 2000 });
+    const rows = peerRows(result, {
+      cpuMsPerNotification: 1.5,
+      webhooksPerSecond: 2000,
+      bothChannelsCpuMs: 1.75,
+    });
     for (const row of rows) expect(row.cells).toHaveLength(2);
     expect(rows.find((r) => r.label === 'webhooks/s')?.cells).toEqual([
       Math.round(result.webhooksPerSecond).toLocaleString('en-US'),
       '2,000',
     ]);
+    expect(rows.find((r) => r.label.startsWith('CPU ms per webhook'))?.cells).toEqual([
+      result.cpuMsPerNotification.toFixed(2),
+      '1.50',
+    ]);
+    expect(rows.find((r) => r.label.includes('both channels'))?.cells).toEqual(['–', '1.75']);
     expect(rows.find((r) => r.label === 'durable / signed')?.cells).toEqual([
       'no / no',
       'yes / yes',
