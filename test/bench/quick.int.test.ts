@@ -228,6 +228,10 @@ describe('npm run bench -- --quick', () => {
     const ours = (cpu / again.channels.webhook.sent) * 1000;
     const versus = report.targets.find((t) => t.name.includes('Alertmanager'))!;
     expect(versus.name).toContain('per webhook notification');
+    // The row target on the webhook path, from that storm's own counts.
+    const rows = report.targets.find((t) => t.name.startsWith('webhook storm row versions'))!;
+    expect(rows.measured).toBeCloseTo(again.rowsWritten.total / again.channels.webhook.sent, 9);
+    expect(rows.met).toBe(rows.measured <= 2);
     expect(versus.measured).toBeCloseTo(ours / peer.cpuMsPerNotification, 9);
     expect(versus.met).toBe(versus.measured < 1);
     expect(stdout).toContain('Alertmanager');
