@@ -86,12 +86,15 @@ export async function runCycleOnce(
   options: { timeoutMs?: number } = {},
 ): Promise<CycleSummary> {
   const timeoutMs = options.timeoutMs ?? 10 * 60_000;
+  // Messages whose hold ended while no worker ran (quiet hours overnight, a lost job, a
+  // cycle's collecting that no release ended) go now. Counted before this process's workers
+  // start: a held message whose delayed job is due was otherwise often taken by one of them
+  // first, and then not counted as released (test/pipeline/quiet-hours.int.test.ts failed so
+  // on a slow machine).
+  await releaseOverdueCycles(ctx, 0);
+  const { due: released } = await requeueDueMessages(ctx, 0);
   const workers = startWorkers(ctx, connection, ['check', ...DELIVER_QUEUES]);
   try {
-    // Messages whose hold ended while no worker ran (quiet hours overnight, a lost job, a
-    // cycle's collecting that no release ended) go now.
-    await releaseOverdueCycles(ctx, 0);
-    const { due: released } = await requeueDueMessages(ctx, 0);
     const outcome = await runPoll(ctx, { jobKey: `once-${randomUUID()}` });
     const cycleId = outcome.cycleId;
     if (outcome.ok) {
