@@ -119,13 +119,15 @@ export async function openPipeline(o: PipelineOptions): Promise<BenchPipeline> {
       activity,
       subscriberIds,
       async startWorkers(count, options) {
-        for (let i = 0; i < count; i += 1) {
+        // Only these wait for 'ready': a worker started by an earlier call sent it long ago.
+        const started = Array.from({ length: count }, (_, i) => {
           const fd = openSync(join(os.tmpdir(), `qwn-bench-${options.logName}-${i}.log`), 'w');
           logFds.push(fd);
-          workers.push(forkTs('./worker.ts', [], { env, logFd: fd, nodeArgs: options.nodeArgs }));
-        }
-        await Promise.all(workers.map((w) => nextMessage(w, 'ready')));
-        return workers.map((w) => w.pid!);
+          return forkTs('./worker.ts', [], { env, logFd: fd, nodeArgs: options.nodeArgs });
+        });
+        workers.push(...started);
+        await Promise.all(started.map((w) => nextMessage(w, 'ready')));
+        return started.map((w) => w.pid!);
       },
       close,
     };
