@@ -37,7 +37,7 @@ describe('SentRecorder', () => {
     ids = rows.map((r) => r.id);
   });
   afterAll(async () => {
-    await database?.close();
+    await database?.drop();
   });
 
   /** The database, counting the statements that reach it. */
