@@ -1,18 +1,17 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryPrepared } from '../db/client.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
   type DetectResult,
-  type DetectSettings,
   type FetchOutcome,
-  type TrackedWarning,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
+import { applyQuietCheck, placeBookkeeping } from './quiet-check.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
@@ -29,12 +28,10 @@ import {
 } from './notification-ledger.js';
 import {
   readTracked,
-  toTracked,
   withoutRaw,
   warningWritesCte,
   writeWarnings,
   type Tx,
-  type WarningRow,
 } from './warning-store.js';
 
 export const CHECK_JOB = 'check';
@@ -131,123 +128,6 @@ async function writeDetection(
 }
 
 /**
- * What every applied check writes to its place row, quiet or not: the cycle that checked it
- * (a re-run of that cycle's check is then a no-op), the newest fetch start, and the last good
- * answer's time. The SET list of an UPDATE of `places`.
- */
-function placeBookkeeping(check: {
-  cycleId: string;
-  fetchOk: boolean;
-  fetchStartedAt: Date;
-  now: Date;
-}): SQL {
-  return sql`last_cycle_id = ${check.cycleId},
-    last_fetched_at = GREATEST(last_fetched_at, ${check.fetchStartedAt}),
-    last_ok_at = CASE WHEN ${check.fetchOk} THEN ${check.now} ELSE last_ok_at END`;
-}
-
-/**
- * Most checks change nothing: the answer holds the warnings already stored, or the call failed.
- * Such a check reads the place and its tracked warnings in one statement, without a lock, and
- * writes its bookkeeping (last-seen times, the place's cycle and fetch times) in one more,
- * which applies only if the place row is still the version it read (`xmin`). Every check that writes warnings also updates its place row, so another check in
- * between makes the write a no-op and this returns null: the locked transaction then does the
- * check as before. Also null when the answer changes anything. Saves a quiet check the
- * transaction's round trips (BEGIN, lock, read, two writes, COMMIT, the count) that kept a
- * quiet cycle of 3,184 places over its 5 s target.
- */
-async function applyQuietCheck(
-  ctx: PipelineContext,
-  input: {
-    cycleId: string;
-    placeId: string;
-    fetch: FetchOutcome;
-    fetchStartedAt: Date;
-    now: Date;
-    settings: DetectSettings;
-  },
-): Promise<{ outcome: CheckOutcome } | { read: PlaceRead | null }> {
-  const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
-  const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
-  const [place] = await queryPrepared<{
-    version: string;
-    last_cycle_id: string | null;
-    last_fetched_at: Date | null;
-    tracked: WarningRow[] | null;
-  }>(
-    ctx.db,
-    sql`SELECT p.xmin::text AS version, p.last_cycle_id, p.last_fetched_at,
-          (SELECT json_agg(json_build_object(
-              'warning_id', w.warning_id, 'state', w.state, 'record', w.record, 'raw', w.raw,
-              'first_seen', w.first_seen, 'last_seen', w.last_seen, 'misses', w.misses,
-              'closed_at', w.closed_at))
-           FROM warnings w WHERE w.place_id = p.id AND w.last_seen > ${windowStart}) AS tracked
-        FROM places p WHERE p.id = ${placeId}`,
-  );
-  if (!place) return { read: null };
-  const result = emptyOutcome(fetch.ok);
-  if (place.last_cycle_id === cycleId) return { outcome: { ...result, applied: false } };
-  const tracked = (place.tracked ?? []).map(toTracked);
-  const read = { version: place.version, tracked };
-  let seen: string[] = [];
-  if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
-    const detected = detectChanges({ tracked, fetch, now, settings });
-    if (detected.events.length > 0 || detected.changes.length > 0) return { read };
-    seen = detected.seen;
-  }
-  const [written] = await queryPrepared<{ n: number }>(
-    ctx.db,
-    quietWrite({
-      cycleId,
-      placeId,
-      fetchOk: fetch.ok,
-      fetchStartedAt,
-      now,
-      version: place.version,
-      seen,
-    }),
-  );
-  return written?.n === 1 ? { outcome: result } : { read: null };
-}
-
-/**
- * A quiet check's one write: its bookkeeping and the last-seen times of the warnings it saw,
- * applied only if the place row is still `version`. Bookkeeping only, so no wait for the WAL
- * flush (as in the locked path). Exported for the test that holds it to a generic plan
- * (test/db/quiet-write-plan.int.test.ts).
- */
-export function quietWrite(check: {
-  cycleId: string;
-  placeId: string;
-  fetchOk: boolean;
-  fetchStartedAt: Date;
-  now: Date;
-  version: string;
-  seen: readonly string[];
-}): SQL {
-  const { cycleId, placeId, fetchOk, fetchStartedAt, now, version, seen } = check;
-  return sql`WITH place AS (
-          UPDATE places SET ${placeBookkeeping({ cycleId, fetchOk, fetchStartedAt, now })}
-          WHERE id = ${placeId} AND xmin::text = ${version}
-            AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
-          RETURNING id),
-        seen AS (
-          UPDATE warnings SET last_seen = ${now}, misses = 0
-          WHERE place_id IN (SELECT id FROM place)
-            -- A filter over the place's few warnings, not an index condition: costed as an
-            -- array of unknown length, the condition made every generic plan dearer than a
-            -- custom one, and Postgres planned this statement anew on every quiet check.
-            AND (warning_id = ANY(${sql.param(seen)}::text[])) IS TRUE)
-        SELECT count(*)::int AS n FROM place`;
-}
-
-/** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
-interface PlaceRead {
-  version: string;
-  tracked: TrackedWarning[];
-}
-
-/**
  * The check job: fetch the warnings of one place, detect what changed, and write warnings,
  * events and delivery rows in one transaction; enqueue the deliveries after the commit.
  */
@@ -307,8 +187,13 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
                   SELECT xmin::text AS version, last_cycle_id, last_fetched_at FROM places
                   WHERE id = ${placeId} FOR UPDATE),
                 written AS (
-                  UPDATE places
-                  SET ${placeBookkeeping({ cycleId, fetchOk: fetch.ok, fetchStartedAt, now })}
+                  UPDATE places p
+                  SET ${placeBookkeeping({
+                    cycleId: sql`${cycleId}::uuid`,
+                    fetchOk: sql`${fetch.ok}::boolean`,
+                    fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
+                    now: sql`${now}::timestamptz`,
+                  })}
                   WHERE id = ${placeId}
                     AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${cycleId})
                 SELECT * FROM locked`,

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-interface Waiting<T> {
+interface Waiting<T, R> {
   item: T;
-  resolve: () => void;
+  resolve: (result: R) => void;
   reject: (err: unknown) => void;
 }
 
@@ -20,23 +20,27 @@ export interface GroupCommitOptions {
 /**
  * Writes items many per statement. An item joins whatever is waiting; one write runs at a time,
  * and the items that arrive during it (and its linger) go together in the next. Each caller
- * waits for the write that carries its item and sees that write's failure.
+ * waits for the write that carries its item and sees that write's failure, or its own result:
+ * a write that answers for each item returns the answers in the items' order.
  */
-export class GroupCommit<T> {
-  readonly #write: (items: T[]) => Promise<void>;
+export class GroupCommit<T, R = void> {
+  readonly #write: (items: T[]) => Promise<readonly R[] | void>;
   readonly #maxItems: number;
   readonly #lingerMs: number;
-  #waiting: Waiting<T>[] = [];
+  #waiting: Waiting<T, R>[] = [];
   #writing = false;
 
-  constructor(write: (items: T[]) => Promise<void>, options: GroupCommitOptions = {}) {
+  constructor(
+    write: (items: T[]) => Promise<readonly R[] | void>,
+    options: GroupCommitOptions = {},
+  ) {
     this.#write = write;
     this.#maxItems = options.maxItems ?? 1000;
     this.#lingerMs = options.lingerMs ?? 0;
   }
 
-  add(item: T): Promise<void> {
-    return new Promise((resolve, reject) => {
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
       if (!this.#writing) {
         this.#writing = true;
@@ -50,8 +54,8 @@ export class GroupCommit<T> {
       if (this.#lingerMs > 0 && this.#waiting.length < this.#maxItems) await sleep(this.#lingerMs);
       const batch = this.#waiting.splice(0, this.#maxItems);
       try {
-        await this.#write(batch.map((w) => w.item));
-        for (const w of batch) w.resolve();
+        const results = await this.#write(batch.map((w) => w.item));
+        batch.forEach((w, i) => w.resolve(results?.[i] as R));
       } catch (err) {
         for (const w of batch) w.reject(err);
       }

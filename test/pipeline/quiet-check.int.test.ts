@@ -1,9 +1,10 @@
 import { sql, type SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queryRows } from '../../src/db/client.js';
+import { queryPrepared, queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
 import { CycleCounter } from '../../src/pipeline/cycle-counters.js';
+import { QuietChecks } from '../../src/pipeline/quiet-check.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
@@ -214,5 +215,50 @@ describe('quiet checks and cycle counters', () => {
       deliveries_created: 7,
     });
     expect(new Date(row!.finished_at as Date).getTime()).toBe(at.getTime() + 39_000);
+  });
+
+  it('reads and writes the checks made together in one statement each', async () => {
+    const places = Array.from({ length: 10 }, (_, i) => `1012106${String(i).padStart(2, '0')}`);
+    for (const place of places) await h.addPlace(place, `place ${place}`);
+    let statements = 0;
+    const checks = new QuietChecks(<T>(query: SQL) => {
+      statements += 1;
+      return queryPrepared<T>(h.database.db, query);
+    });
+    const windowStart = new Date(Date.now() - 3600_000);
+    const read = await Promise.all(
+      [...places, 'no-such-place'].map((place) => checks.read(place, windowStart)),
+    );
+    expect(statements).toBe(1);
+    expect(read.at(-1)).toBeNull();
+    expect(read.slice(0, -1).every((r) => r !== null && r.last_cycle_id === null)).toBe(true);
+
+    const cycleId = await newCycle();
+    const now = new Date();
+    const write = (place: string, version: string) =>
+      checks.write({
+        cycleId,
+        placeId: place,
+        fetchOk: true,
+        fetchStartedAt: now,
+        now,
+        version,
+        seen: [],
+      });
+    statements = 0;
+    const written = await Promise.all([
+      ...places.slice(0, 9).map((place, i) => write(place, read[i]!.version)),
+      // A place row changed since its read, and a second write of one place in the same batch:
+      // both are left to the locked path.
+      write(places[9]!, '1'),
+      write(places[0]!, read[0]!.version),
+    ]);
+    expect(statements).toBe(1);
+    expect(written).toEqual([...places.slice(0, 9).map(() => true), false, false]);
+    const booked = await queryRows<{ id: string }>(
+      h.database.db,
+      sql`SELECT id FROM places WHERE last_cycle_id = ${cycleId} ORDER BY id`,
+    );
+    expect(booked.map((r) => r.id)).toEqual(places.slice(0, 9));
   });
 });
