@@ -240,9 +240,9 @@ function quietChecksFor(ctx: PipelineContext): QuietChecks {
  * bookkeeping (last-seen times, the place's cycle and fetch times) only if the place row is
  * still the version it read (`xmin`), each with other checks of the process in one statement
  * (`QuietChecks`). Every check that writes warnings also updates its place row, so another
- * check in between makes the write a no-op and this returns null: the locked transaction then
- * does the check as before. Also null when the answer changes anything; `read` then saves a
- * locked check that finds the same row version a second read.
+ * check in between makes the write a no-op and this returns `read: null`: the locked
+ * transaction then does the check as before. When the answer changes anything it returns what
+ * it read, which saves a locked check that finds the same row version a second read.
  */
 export async function applyQuietCheck(
   ctx: PipelineContext,
