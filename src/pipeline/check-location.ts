@@ -187,7 +187,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
                   SELECT xmin::text AS version, last_cycle_id, last_fetched_at FROM places
                   WHERE id = ${placeId} FOR UPDATE),
                 written AS (
-                  UPDATE places p
+                  UPDATE places c
                   SET ${placeBookkeeping({
                     cycleId: sql`${cycleId}::uuid`,
                     fetchOk: sql`${fetch.ok}::boolean`,

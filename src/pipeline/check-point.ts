@@ -37,7 +37,8 @@ import {
   type NewNotification,
 } from './notification-ledger.js';
 import { adoptV7Warnings } from './handover.js';
-import { readTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
+import { quietChecksFor } from './quiet-check.js';
+import { readTracked, toTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1, or auto once v7 is retired): one watched point, `GET /weatheralert/v1/current/
@@ -273,6 +274,63 @@ export class InvalidPointError extends Error {
 }
 
 /**
+ * A point check that changes nothing, without the point's lock: its answer has the tag of the
+ * last applied one and no alert there waits for its end to be confirmed (the locked path's
+ * `unchangedTag`), or the call failed, or the answer is older than one already applied. Such a
+ * check writes only what the locked path would: the point's bookkeeping (its cycle, fetch times,
+ * and the answer's tag and attributions when it applies one) and the last-seen times of the
+ * alerts it saw, with other checks of the process in one statement (`QuietChecks`), and only if
+ * the point row is still the version it read. Every check that writes a point's warnings also
+ * updates its row, the adoption of v7's warnings included, so a check in between sends this one
+ * down the locked path. So does a point without a row yet, one that has not adopted v7's
+ * warnings, and any other answer: null.
+ */
+async function applyQuietPointCheck(
+  ctx: PipelineContext,
+  input: {
+    cycleId: string;
+    point: Point;
+    fetch: FetchOutcome;
+    answer: PointAnswer;
+    fetchStartedAt: Date;
+    now: Date;
+    windowStart: Date;
+  },
+): Promise<{ outcome: CheckOutcome; unchangedTag: boolean } | null> {
+  const { cycleId, point, fetch, answer, fetchStartedAt, now } = input;
+  const checks = quietChecksFor(ctx, 'alert_points');
+  const row = await checks.read(point.key, input.windowStart);
+  if (!row) return null;
+  const result = emptyOutcome(fetch.ok);
+  if (row.last_cycle_id === cycleId) {
+    return { outcome: { ...result, applied: false }, unchangedTag: false };
+  }
+  const apply = fetch.ok && !isStale(row.last_fetched_at, fetchStartedAt);
+  let seen: string[] = [];
+  if (fetch.ok && apply) {
+    if (!row.v7_adopted_at) return null;
+    const tracked = (row.tracked ?? []).map(toTracked);
+    const unchangedTag =
+      answer.tag !== null &&
+      answer.tag === row.last_tag &&
+      !tracked.some((t) => t.state === 'open' && t.misses > 0);
+    if (!unchangedTag) return null;
+    seen = continueHandedOver(tracked, fetch.warnings).map((w) => w.id);
+  }
+  const applied = await checks.write({
+    cycleId,
+    key: point.key,
+    fetchOk: fetch.ok,
+    fetchStartedAt,
+    now,
+    version: row.version,
+    seen,
+    answer: apply ? answer : null,
+  });
+  return applied ? { outcome: result, unchangedTag: apply } : null;
+}
+
+/**
  * The v1 check job: fetch the alerts at one point (local times), detect what changed there, and
  * write warnings, events and delivery rows in one transaction; enqueue deliveries after commit.
  */
@@ -313,74 +371,86 @@ export async function runCheckPoint(
 
   let unchangedTag = false;
   let created = NOTHING_INSERTED();
-  const outcome = await ctx.db.transaction(async (tx) => {
-    // The poll creates the row; a check enqueued by an older cycle may find none yet.
-    await tx.execute(sql`
+  const quiet = await applyQuietPointCheck(ctx, {
+    cycleId,
+    point,
+    fetch,
+    answer,
+    fetchStartedAt,
+    now,
+    windowStart: new Date(now.getTime() - settings.reappearWindowMs),
+  });
+  if (quiet) unchangedTag = quiet.unchangedTag;
+  const outcome =
+    quiet?.outcome ??
+    (await ctx.db.transaction(async (tx) => {
+      // The poll creates the row; a check enqueued by an older cycle may find none yet.
+      await tx.execute(sql`
       INSERT INTO alert_points (id, lat, lon) VALUES (${point.key}, ${point.lat}, ${point.lon})
       ON CONFLICT (id) DO NOTHING`);
-    // Serializes checks of one point across processes and cycles.
-    const [row] = await queryRows<PointRow>(
-      tx,
-      sql`SELECT last_cycle_id, last_fetched_at, last_tag, v7_adopted_at FROM alert_points
+      // Serializes checks of one point across processes and cycles.
+      const [row] = await queryRows<PointRow>(
+        tx,
+        sql`SELECT last_cycle_id, last_fetched_at, last_tag, v7_adopted_at FROM alert_points
           WHERE id = ${point.key} FOR UPDATE`,
-    );
-    const result = emptyOutcome(fetch.ok);
-    if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
-    const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
+      );
+      const result = emptyOutcome(fetch.ok);
+      if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
+      const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
 
-    if (fetch.ok && apply) {
-      const adopting = row !== undefined && row.v7_adopted_at === null;
-      if (adopting) {
-        // The first applied v1 answer here: take over what v7 left open (src/pipeline/handover.ts).
-        const watching = await subscriptionsAt(tx, point, mode);
-        await adoptV7Warnings(
-          tx,
-          point,
-          watching.map((sub) => sub.place_id),
-          now,
-        );
+      if (fetch.ok && apply) {
+        const adopting = row !== undefined && row.v7_adopted_at === null;
+        if (adopting) {
+          // The first applied v1 answer here: take over what v7 left open (src/pipeline/handover.ts).
+          const watching = await subscriptionsAt(tx, point, mode);
+          await adoptV7Warnings(
+            tx,
+            point,
+            watching.map((sub) => sub.place_id),
+            now,
+          );
+        }
+        const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
+        const tracked = await readTracked(tx, point.key, windowStart);
+        // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
+        const alerts = continueHandedOver(tracked, fetch.warnings);
+        // The same tag means the same alerts as the last applied answer: nothing to diff. Unless
+        // an alert is waiting for its end to be confirmed: each successful answer without it is
+        // one more miss, whatever the tag.
+        unchangedTag =
+          !adopting &&
+          answer.tag !== null &&
+          answer.tag === row?.last_tag &&
+          !tracked.some((t) => t.state === 'open' && t.misses > 0);
+        if (unchangedTag) {
+          await writeWarnings(tx, point.key, { seen: alerts.map((w) => w.id), changes: [] }, now);
+        } else {
+          const detected = detectChanges({
+            tracked,
+            fetch: { ok: true, warnings: alerts },
+            now,
+            settings,
+          });
+          const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
+          // Before any write: a check of another point reporting the same alert waits here, then
+          // sees what this one committed (the expiry rule reads other points' states).
+          for (const id of alertIds) await lockAlert(tx, id);
+          await writeWarnings(tx, point.key, detected, now);
+          const written = await writePointEvents(tx, {
+            cycleId,
+            point,
+            detected: detected.events,
+            attributions: answer.attributions,
+            now,
+            mode,
+          });
+          created = written.created;
+          result.deliveries = created.count;
+          result.events = written.counted;
+        }
       }
-      const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
-      const tracked = await readTracked(tx, point.key, windowStart);
-      // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
-      const alerts = continueHandedOver(tracked, fetch.warnings);
-      // The same tag means the same alerts as the last applied answer: nothing to diff. Unless
-      // an alert is waiting for its end to be confirmed: each successful answer without it is
-      // one more miss, whatever the tag.
-      unchangedTag =
-        !adopting &&
-        answer.tag !== null &&
-        answer.tag === row?.last_tag &&
-        !tracked.some((t) => t.state === 'open' && t.misses > 0);
-      if (unchangedTag) {
-        await writeWarnings(tx, point.key, { seen: alerts.map((w) => w.id), changes: [] }, now);
-      } else {
-        const detected = detectChanges({
-          tracked,
-          fetch: { ok: true, warnings: alerts },
-          now,
-          settings,
-        });
-        const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
-        // Before any write: a check of another point reporting the same alert waits here, then
-        // sees what this one committed (the expiry rule reads other points' states).
-        for (const id of alertIds) await lockAlert(tx, id);
-        await writeWarnings(tx, point.key, detected, now);
-        const written = await writePointEvents(tx, {
-          cycleId,
-          point,
-          detected: detected.events,
-          attributions: answer.attributions,
-          now,
-          mode,
-        });
-        created = written.created;
-        result.deliveries = created.count;
-        result.events = written.counted;
-      }
-    }
 
-    await tx.execute(sql`
+      await tx.execute(sql`
       UPDATE alert_points SET last_cycle_id = ${cycleId},
         last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
         last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END,
@@ -388,13 +458,13 @@ export async function runCheckPoint(
         attributions = CASE WHEN ${apply} THEN ${sql.param(answer.attributions)}::text[]
                             ELSE attributions END
       WHERE id = ${point.key}`);
-    if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
-      // As in runCheck: a check that wrote no events need not wait for its WAL flush. Losing
-      // such a commit in a database crash loses only bookkeeping; the next cycle checks again.
-      await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-    }
-    return result;
-  });
+      if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
+        // As in runCheck: a check that wrote no events need not wait for its WAL flush. Losing
+        // such a commit in a database crash loses only bookkeeping; the next cycle checks again.
+        await tx.execute(sql`SET LOCAL synchronous_commit = off`);
+      }
+      return result;
+    }));
   if (outcome.applied) {
     // After the commit, as runCheck does: inside the transaction the cycle row's lock was held
     // up to COMMIT, and v1 checks every watched point every cycle.

@@ -12,10 +12,11 @@ import { GroupCommit } from './group-commit.js';
 import { toTracked, type WarningRow } from './warning-store.js';
 
 /**
- * What every applied check writes to its place row, quiet or not: the cycle that checked it
- * (a re-run of that cycle's check is then a no-op), the newest fetch start, and the last good
- * answer's time. The SET list of an UPDATE of `places` (aliased `p`), from SQL expressions so
- * that one check's parameters and a batch's columns say it the same way.
+ * What every applied check writes to its place or point row, quiet or not: the cycle that
+ * checked it (a re-run of that cycle's check is then a no-op), the newest fetch start, and the
+ * last good answer's time. The SET list of an UPDATE of `places` or `alert_points` (aliased
+ * `c`), from SQL expressions so that one check's parameters and a batch's columns say it the
+ * same way.
  */
 export function placeBookkeeping(check: {
   cycleId: SQL;
@@ -24,8 +25,8 @@ export function placeBookkeeping(check: {
   now: SQL;
 }): SQL {
   return sql`last_cycle_id = ${check.cycleId},
-    last_fetched_at = GREATEST(p.last_fetched_at, ${check.fetchStartedAt}),
-    last_ok_at = CASE WHEN ${check.fetchOk} THEN ${check.now} ELSE p.last_ok_at END`;
+    last_fetched_at = GREATEST(c.last_fetched_at, ${check.fetchStartedAt}),
+    last_ok_at = CASE WHEN ${check.fetchOk} THEN ${check.now} ELSE c.last_ok_at END`;
 }
 
 /** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
@@ -34,18 +35,29 @@ export interface PlaceRead {
   tracked: TrackedWarning[];
 }
 
-/** One check's read: its place, and the warnings seen there since `windowStart`. */
+/**
+ * The rows a check keeps its bookkeeping on: a v7 place, or a v1 point (src/pipeline/check-point.ts),
+ * whose row also keeps the tag and attributions of its last applied answer. Either's warnings
+ * are those of `warnings` whose `place_id` is the row's id.
+ */
+export type CheckedTable = 'places' | 'alert_points';
+
+/** One check's read: its row, and the warnings seen there since `windowStart`. */
 interface ReadRequest {
-  placeId: string;
+  key: string;
   windowStart: Date;
 }
 
-interface ReadRow {
-  ord: number;
+/** A checked row as a quiet check reads it. */
+export interface CheckedRow {
   version: string;
   last_cycle_id: string | null;
   last_fetched_at: Date | null;
   tracked: WarningRow[] | null;
+  /** alert_points only. */
+  last_tag?: string | null;
+  /** alert_points only: when the point took over v7's open warnings; null until then. */
+  v7_adopted_at?: Date | null;
 }
 
 /**
@@ -59,161 +71,172 @@ function arrayParam(values: readonly unknown[], type: string): SQL {
 }
 
 /**
- * The reads of many checks' places in one statement, a row per request that found its place
- * (`ord`, from 1, says which). Each place and its warnings are looked up by key whatever the
- * plan: a lateral lookup behind OFFSET 0 cannot be flattened into a join that hashes every
- * place. Exported for the test that holds its generic plan to index lookups
+ * The reads of many checks' rows in one statement, one result per request that found its row
+ * (`ord`, from 1, says which). Each row and its warnings are looked up by key whatever the plan:
+ * a lateral lookup behind OFFSET 0 cannot be flattened into a join that hashes every row.
+ * Exported for the test that holds its generic plan to index lookups
  * (test/db/quiet-check-plan.int.test.ts).
  */
-export function placeReads(requests: readonly ReadRequest[]): SQL {
-  const placeIds = arrayParam(
-    requests.map((r) => r.placeId),
+export function checkedReads(table: CheckedTable, requests: readonly ReadRequest[]): SQL {
+  const keys = arrayParam(
+    requests.map((r) => r.key),
     'text',
   );
   const windowStarts = arrayParam(
     requests.map((r) => r.windowStart.toISOString()),
     'timestamptz',
   );
-  return sql`SELECT i.ord::int AS ord, p.version, p.last_cycle_id, p.last_fetched_at, p.tracked
-        FROM unnest(${placeIds}, ${windowStarts})
-          WITH ORDINALITY AS i(place_id, window_start, ord)
+  const pointColumns = table === 'alert_points' ? sql`c.last_tag, c.v7_adopted_at,` : sql``;
+  return sql`SELECT i.ord::int AS ord, c.*
+        FROM unnest(${keys}, ${windowStarts}) WITH ORDINALITY AS i(key, window_start, ord)
         CROSS JOIN LATERAL (
-          SELECT p.xmin::text AS version, p.last_cycle_id, p.last_fetched_at,
+          SELECT c.xmin::text AS version, c.last_cycle_id, c.last_fetched_at, ${pointColumns}
             (SELECT json_agg(json_build_object(
                 'warning_id', w.warning_id, 'state', w.state, 'record', w.record, 'raw', w.raw,
                 'first_seen', w.first_seen, 'last_seen', w.last_seen, 'misses', w.misses,
                 'closed_at', w.closed_at))
-             FROM warnings w WHERE w.place_id = p.id AND w.last_seen > i.window_start) AS tracked
-          FROM places p WHERE p.id = i.place_id OFFSET 0) p`;
+             FROM warnings w WHERE w.place_id = c.id AND w.last_seen > i.window_start) AS tracked
+          FROM ${sql.identifier(table)} c WHERE c.id = i.key OFFSET 0) c`;
 }
 
-/** One quiet check's write: its bookkeeping, and the warnings it saw, if its place is `version`. */
+/** One quiet check's write: its bookkeeping, and the warnings it saw, if its row is `version`. */
 export interface QuietWriteRequest {
   cycleId: string;
-  placeId: string;
+  key: string;
   fetchOk: boolean;
   fetchStartedAt: Date;
   now: Date;
   version: string;
   seen: readonly string[];
+  /**
+   * alert_points only: the answer this check applied (its tag and attributions), or null when
+   * it applied none (a failed or stale fetch) and the point keeps those of the last one.
+   */
+  answer?: { tag: string | null; attributions: readonly string[] } | null;
 }
 
 /**
- * Many quiet checks' writes in one statement: each place's bookkeeping and the last-seen times
- * of the warnings its check saw, applied only to a place row that is still the version its
- * check read. Returns the `ord` (from 1) of each request applied. The places must be distinct:
- * one row cannot take two checks' writes in one statement. Bookkeeping only, so no wait for the
- * WAL flush (as in the locked path). Each row to update is found by key first and then updated
- * by its address (`ctid`): a join of the requests with the table may be planned as a hash of the
- * whole table. A row another transaction updated meanwhile is left alone: its new version has
- * another address and another `xmin`. Exported for the test that holds its generic plan
+ * Many quiet checks' writes in one statement: each row's bookkeeping and the last-seen times of
+ * the warnings its check saw, applied only to a row that is still the version its check read.
+ * Returns the `ord` (from 1) of each request applied. The rows must be distinct: one row cannot
+ * take two checks' writes in one statement. Bookkeeping only, so no wait for the WAL flush (as
+ * in the locked path). Each row to update is found by key first and then updated by its address
+ * (`ctid`): a join of the requests with the table may be planned as a hash of the whole table. A
+ * row another transaction updated meanwhile is left alone: its new version has another address
+ * and another `xmin`. Exported for the test that holds its generic plan
  * (test/db/quiet-check-plan.int.test.ts).
  */
-export function quietWrites(requests: readonly QuietWriteRequest[]): SQL {
+export function quietWrites(table: CheckedTable, requests: readonly QuietWriteRequest[]): SQL {
   const column = (pick: (r: QuietWriteRequest) => unknown, type: string) =>
     arrayParam(requests.map(pick), type);
-  const seenPlaces = arrayParam(
-    requests.flatMap((r) => r.seen.map(() => r.placeId)),
+  const seenKeys = arrayParam(
+    requests.flatMap((r) => r.seen.map(() => r.key)),
     'text',
   );
   const seenWarnings = arrayParam(
     requests.flatMap((r) => r.seen),
     'text',
   );
+  const answerColumns =
+    table === 'alert_points'
+      ? sql`,
+          last_tag = CASE WHEN i.applied THEN i.tag ELSE c.last_tag END,
+          attributions = CASE WHEN i.applied
+            THEN ARRAY(SELECT jsonb_array_elements_text(i.attributions)) ELSE c.attributions END`
+      : sql``;
   return sql`WITH input AS (
-          SELECT * FROM unnest(${column((r) => r.placeId, 'text')},
+          SELECT * FROM unnest(${column((r) => r.key, 'text')},
               ${column((r) => r.version, 'text')}, ${column((r) => r.cycleId, 'uuid')},
               ${column((r) => r.fetchOk, 'boolean')},
               ${column((r) => r.fetchStartedAt.toISOString(), 'timestamptz')},
-              ${column((r) => r.now.toISOString(), 'timestamptz')})
-            WITH ORDINALITY AS i(place_id, version, cycle_id, fetch_ok, fetch_started_at, now, ord)),
+              ${column((r) => r.now.toISOString(), 'timestamptz')},
+              ${column((r) => Boolean(r.answer), 'boolean')},
+              ${column((r) => r.answer?.tag ?? null, 'text')},
+              ${column((r) => JSON.stringify(r.answer?.attributions ?? []), 'jsonb')})
+            WITH ORDINALITY AS i(key, version, cycle_id, fetch_ok, fetch_started_at, now,
+                                 applied, tag, attributions, ord)),
         target AS (
-          SELECT i.*, p.row FROM input i
+          SELECT i.*, c.row FROM input i
           CROSS JOIN LATERAL (
-            SELECT p.ctid AS row FROM places p
-            WHERE p.id = i.place_id AND p.xmin::text = i.version OFFSET 0) p),
-        place AS (
-          UPDATE places p SET ${placeBookkeeping({
+            SELECT c.ctid AS row FROM ${sql.identifier(table)} c
+            WHERE c.id = i.key AND c.xmin::text = i.version OFFSET 0) c),
+        checked AS (
+          UPDATE ${sql.identifier(table)} c SET ${placeBookkeeping({
             cycleId: sql`i.cycle_id`,
             fetchOk: sql`i.fetch_ok`,
             fetchStartedAt: sql`i.fetch_started_at`,
             now: sql`i.now`,
-          })}
+          })}${answerColumns}
           FROM target i
-          WHERE p.ctid = i.row AND p.xmin::text = i.version
+          WHERE c.ctid = i.row AND c.xmin::text = i.version
             AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
-          RETURNING p.id, i.now, i.ord),
+          RETURNING c.id, i.now, i.ord),
         seen_rows AS (
-          SELECT w.row, pl.now FROM place pl
-          JOIN unnest(${seenPlaces}, ${seenWarnings}) AS s(place_id, warning_id)
-            ON s.place_id = pl.id
+          SELECT w.row, k.now FROM checked k
+          JOIN unnest(${seenKeys}, ${seenWarnings}) AS s(key, warning_id) ON s.key = k.id
           CROSS JOIN LATERAL (
             SELECT w.ctid AS row FROM warnings w
-            WHERE w.place_id = s.place_id AND w.warning_id = s.warning_id OFFSET 0) w),
+            WHERE w.place_id = s.key AND w.warning_id = s.warning_id OFFSET 0) w),
         seen AS (
           UPDATE warnings w SET last_seen = r.now, misses = 0
           FROM seen_rows r WHERE w.ctid = r.row)
-        SELECT ord::int AS ord FROM place`;
+        SELECT ord::int AS ord FROM checked`;
 }
 
-/** What a batch read found for one check: null when its place is gone. */
-type PlaceFound = Omit<ReadRow, 'ord'> | null;
-
 /**
- * The quiet checks of one process, their reads and their writes each many per statement (a
- * `GroupCommit` each). A quiet cycle is thousands of checks that each read one place and wrote
- * its bookkeeping, two statements apiece, and each statement costs both processes a round trip
- * whatever it carries: together they were most of a quiet cycle's CPU. A read or write that
- * finds no statement running goes at once; those that arrive while one runs go in the next.
+ * The quiet checks of one process and table, their reads and their writes each many per
+ * statement (a `GroupCommit` each). A quiet cycle is thousands of checks that each read one row
+ * and wrote its bookkeeping, two statements apiece, and each statement costs both processes a
+ * round trip whatever it carries: together they were most of a quiet cycle's CPU. A read or
+ * write that finds no statement running goes at once; those that arrive while one runs go in
+ * the next.
  */
 export class QuietChecks {
-  readonly #reads: GroupCommit<ReadRequest, PlaceFound>;
+  readonly #reads: GroupCommit<ReadRequest, CheckedRow | null>;
   readonly #writes: GroupCommit<QuietWriteRequest, boolean>;
 
-  constructor(execute: <T>(query: SQL) => Promise<T[]>) {
+  constructor(table: CheckedTable, execute: <T>(query: SQL) => Promise<T[]>) {
     this.#reads = new GroupCommit(
       async (requests) => {
-        const found = new Map<number, ReadRow>();
-        for (const row of await execute<ReadRow>(placeReads(requests))) found.set(row.ord, row);
-        return requests.map((_, i) => {
-          const row = found.get(i + 1);
-          if (!row) return null;
-          const { ord: _ord, ...place } = row;
-          return place;
-        });
+        const found = new Map<number, CheckedRow>();
+        const rows = await execute<CheckedRow & { ord: number }>(checkedReads(table, requests));
+        for (const { ord, ...row } of rows) found.set(ord, row);
+        return requests.map((_, i) => found.get(i + 1) ?? null);
       },
       { maxItems: MAX_CHECKS_PER_STATEMENT },
     );
     this.#writes = new GroupCommit(
       async (requests) => {
-        // A second write for a place in the same batch (a re-run beside its first run) is left
+        // A second write for a row in the same batch (a re-run beside its first run) is left
         // to the locked path, as if another check had changed the row in between.
         const first = new Map<string, number>();
         requests.forEach((r, i) => {
-          if (!first.has(r.placeId)) first.set(r.placeId, i);
+          if (!first.has(r.key)) first.set(r.key, i);
         });
-        // In key order, as every batch locks its rows: two processes' batches that share places
+        // In key order, as every batch locks its rows: two processes' batches that share rows
         // (a re-run) then wait for each other instead of deadlocking.
         const distinct = [...first.entries()]
           .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
           .map(([, i]) => i);
-        const applied = new Set(
-          (await execute<{ ord: number }>(quietWrites(distinct.map((i) => requests[i]!)))).map(
-            (row) => distinct[row.ord - 1],
+        const written = await execute<{ ord: number }>(
+          quietWrites(
+            table,
+            distinct.map((i) => requests[i]!),
           ),
         );
+        const applied = new Set(written.map((row) => distinct[row.ord - 1]));
         return requests.map((_, i) => applied.has(i));
       },
       { maxItems: MAX_CHECKS_PER_STATEMENT },
     );
   }
 
-  /** The place as it is now, with its warnings seen since `windowStart`; null if it is gone. */
-  read(placeId: string, windowStart: Date): Promise<PlaceFound> {
-    return this.#reads.add({ placeId, windowStart });
+  /** The row as it is now, with its warnings seen since `windowStart`; null if it is gone. */
+  read(key: string, windowStart: Date): Promise<CheckedRow | null> {
+    return this.#reads.add({ key, windowStart });
   }
 
-  /** Whether the write applied: false when the place row is no longer the version read. */
+  /** Whether the write applied: false when the row is no longer the version read. */
   write(request: QuietWriteRequest): Promise<boolean> {
     return this.#writes.add(request);
   }
@@ -222,16 +245,20 @@ export class QuietChecks {
 /** Most checks one statement carries: a process runs CHECK_CONCURRENCY of them at a time. */
 const MAX_CHECKS_PER_STATEMENT = 100;
 
-const quietChecks = new WeakMap<PipelineContext, QuietChecks>();
+const quietChecks = new WeakMap<PipelineContext, Record<CheckedTable, QuietChecks>>();
 
-/** The process's quiet checks: one per pipeline context, so its checks share statements. */
-function quietChecksFor(ctx: PipelineContext): QuietChecks {
+/** The process's quiet checks of `table`: one per pipeline context, so its checks share statements. */
+export function quietChecksFor(ctx: PipelineContext, table: CheckedTable): QuietChecks {
   let checks = quietChecks.get(ctx);
   if (!checks) {
-    checks = new QuietChecks((query) => queryPrepared(ctx.db, query));
+    const execute = <T>(query: SQL) => queryPrepared<T>(ctx.db, query);
+    checks = {
+      places: new QuietChecks('places', execute),
+      alert_points: new QuietChecks('alert_points', execute),
+    };
     quietChecks.set(ctx, checks);
   }
-  return checks;
+  return checks[table];
 }
 
 /**
@@ -256,7 +283,7 @@ export async function applyQuietCheck(
   },
 ): Promise<{ outcome: CheckOutcome } | { read: PlaceRead | null }> {
   const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
-  const checks = quietChecksFor(ctx);
+  const checks = quietChecksFor(ctx, 'places');
   const place = await checks.read(placeId, new Date(now.getTime() - settings.reappearWindowMs));
   if (!place) return { read: null };
   const result = emptyOutcome(fetch.ok);
@@ -271,7 +298,7 @@ export async function applyQuietCheck(
   }
   const applied = await checks.write({
     cycleId,
-    placeId,
+    key: placeId,
     fetchOk: fetch.ok,
     fetchStartedAt,
     now,

@@ -221,7 +221,7 @@ describe('quiet checks and cycle counters', () => {
     const places = Array.from({ length: 10 }, (_, i) => `1012106${String(i).padStart(2, '0')}`);
     for (const place of places) await h.addPlace(place, `place ${place}`);
     let statements = 0;
-    const checks = new QuietChecks(<T>(query: SQL) => {
+    const checks = new QuietChecks('places', <T>(query: SQL) => {
       statements += 1;
       return queryPrepared<T>(h.database.db, query);
     });
@@ -238,7 +238,7 @@ describe('quiet checks and cycle counters', () => {
     const write = (place: string, version: string) =>
       checks.write({
         cycleId,
-        placeId: place,
+        key: place,
         fetchOk: true,
         fetchStartedAt: now,
         now,

@@ -1,0 +1,123 @@
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
+import { withTimeout } from '../../src/ops/with-timeout.js';
+import { runCheckPoint } from '../../src/pipeline/check-point.js';
+import type { Runtime } from '../../src/pipeline/runtime.js';
+import { v1Alert } from '../../src/simulator/index.js';
+import { waitForLockWait } from '../support/db.js';
+import { startV1Harness, type V1Harness } from './v1-harness.js';
+
+const POINT = '30.27,120.15';
+
+/**
+ * A v1 point check whose answer has the tag of the last one applied writes its bookkeeping
+ * without the point's lock, many checks per statement (src/pipeline/check-point.ts,
+ * `applyQuietPointCheck`); any other answer takes the lock as before. Another session holding
+ * the point row FOR KEY SHARE tells the two apart: the lock (FOR UPDATE) waits for it, a plain
+ * update of the row does not.
+ */
+describe('quiet v1 point checks', () => {
+  let v: V1Harness;
+  let rt: Runtime;
+
+  beforeAll(async () => {
+    v = await startV1Harness();
+    rt = v.h.runtime();
+    await v.addPlace('101210101', '杭州', 30.27, 120.15);
+    await v.subscribe({ webhookPath: '/hz' }, [{ place: '101210101', points: [POINT] }]);
+  });
+  afterAll(async () => {
+    await v?.close();
+  });
+
+  async function newCycle(): Promise<string> {
+    const [cycle] = await queryRows<{ id: string }>(
+      v.h.database.db,
+      sql`INSERT INTO poll_cycles (planned) VALUES (1) RETURNING id`,
+    );
+    return cycle!.id;
+  }
+
+  /** Runs `check` while another session holds the point row FOR KEY SHARE. */
+  async function withPointShared<T>(check: (waitedFor: () => Promise<void>) => Promise<T>) {
+    const other = new pg.Client({ connectionString: v.h.database.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM alert_points WHERE id = $1 FOR KEY SHARE', [POINT]);
+      return await check(async () => {
+        await waitForLockWait(v.h.database.url, 'a point check waiting for its row');
+        await other.query('COMMIT');
+      });
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+  }
+
+  it('writes an unchanged answer without the lock, and takes it for a changed one', async () => {
+    const rain = v1Alert({
+      area: { lat: 30.27, lon: 120.15, radiusKm: 5 },
+      id: 'V1QUIET001',
+      typeCode: '1003',
+      level: '黄色',
+    });
+    v.sim.setAlerts([rain]);
+    expect((await v.h.pollOnce()).summary.events.new).toBe(1);
+    const [before] = await queryRows<{ last_tag: string; last_seen: Date }>(
+      v.h.database.db,
+      sql`SELECT a.last_tag, w.last_seen FROM alert_points a
+          JOIN warnings w ON w.place_id = a.id WHERE a.id = ${POINT}`,
+    );
+
+    // The same answer: done while the row is shared, seen again, counted as applied.
+    const cycleId = await newCycle();
+    const quiet = await withPointShared(() =>
+      withTimeout(
+        'a quiet point check',
+        10_000,
+        runCheckPoint(rt.ctx, { cycleId, pointId: POINT }),
+      ),
+    );
+    expect(quiet).toEqual({
+      applied: true,
+      fetchOk: true,
+      events: { new: 0, update: 0, cancel: 0, expired: 0 },
+      deliveries: 0,
+    });
+    const [after] = await queryRows<{ last_tag: string; last_seen: Date; last_cycle_id: string }>(
+      v.h.database.db,
+      sql`SELECT a.last_tag, a.last_cycle_id, w.last_seen FROM alert_points a
+          JOIN warnings w ON w.place_id = a.id WHERE a.id = ${POINT}`,
+    );
+    expect(after!.last_cycle_id).toBe(cycleId);
+    expect(after!.last_tag).toBe(before!.last_tag);
+    expect(new Date(after!.last_seen).getTime()).toBeGreaterThan(
+      new Date(before!.last_seen).getTime(),
+    );
+    // The same cycle again is a re-run: nothing applied twice.
+    expect((await runCheckPoint(rt.ctx, { cycleId, pointId: POINT })).applied).toBe(false);
+
+    // An upgrade changes the tag: the check takes the lock, waits for the other session, and
+    // announces the update.
+    v.sim.setAlerts([
+      v1Alert({
+        area: { lat: 30.27, lon: 120.15, radiusKm: 5 },
+        id: 'V1QUIET002',
+        typeCode: '1003',
+        level: '橙色',
+        messageType: 'update',
+        supersedes: ['V1QUIET001'],
+      }),
+    ]);
+    const changed = await withPointShared(async (waitedFor) => {
+      const check = runCheckPoint(rt.ctx, { cycleId: await newCycle(), pointId: POINT });
+      await waitedFor();
+      return check;
+    });
+    expect(changed.events.update).toBe(1);
+    expect(changed.deliveries).toBe(1);
+  });
+});
