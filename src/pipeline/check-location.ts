@@ -4,14 +4,16 @@ import { queryPrepared } from '../db/client.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
+  type DetectSettings,
   type DetectResult,
   type FetchOutcome,
+  type TrackedWarning,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { applyQuietCheck, placeBookkeeping } from './quiet-check.js';
+import { placeBookkeeping, quietChecksFor } from './quiet-check.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
@@ -28,6 +30,7 @@ import {
 } from './notification-ledger.js';
 import {
   readTracked,
+  toTracked,
   withoutRaw,
   warningWritesCte,
   writeWarnings,
@@ -125,6 +128,59 @@ async function writeDetection(
     key: `${input.cycleId}_${input.placeId}`,
     now: input.now,
   });
+}
+
+/** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
+export interface PlaceRead {
+  version: string;
+  tracked: TrackedWarning[];
+}
+
+/**
+ * Most checks change nothing: the answer holds the warnings already stored, or the call failed.
+ * Such a check reads the place and its tracked warnings without a lock, and writes its
+ * bookkeeping (last-seen times, the place's cycle and fetch times) only if the place row is
+ * still the version it read (`xmin`), each with other checks of the process in one statement
+ * (`QuietChecks`). Every check that writes warnings also updates its place row, so another
+ * check in between makes the write a no-op and this returns `read: null`: the locked
+ * transaction then does the check as before. When the answer changes anything it returns what
+ * it read, which saves a locked check that finds the same row version a second read.
+ */
+async function applyQuietCheck(
+  ctx: PipelineContext,
+  input: {
+    cycleId: string;
+    placeId: string;
+    fetch: FetchOutcome;
+    fetchStartedAt: Date;
+    now: Date;
+    settings: DetectSettings;
+  },
+): Promise<{ outcome: CheckOutcome } | { read: PlaceRead | null }> {
+  const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
+  const checks = quietChecksFor(ctx, 'places');
+  const place = await checks.read(placeId, new Date(now.getTime() - settings.reappearWindowMs));
+  if (!place) return { read: null };
+  const result = emptyOutcome(fetch.ok);
+  if (place.last_cycle_id === cycleId) return { outcome: { ...result, applied: false } };
+  const tracked = (place.tracked ?? []).map(toTracked);
+  const read = { version: place.version, tracked };
+  let seen: string[] = [];
+  if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
+    const detected = detectChanges({ tracked, fetch, now, settings });
+    if (detected.events.length > 0 || detected.changes.length > 0) return { read };
+    seen = detected.seen;
+  }
+  const applied = await checks.write({
+    cycleId,
+    key: placeId,
+    fetchOk: fetch.ok,
+    fetchStartedAt,
+    now,
+    version: place.version,
+    seen,
+  });
+  return applied ? { outcome: result } : { read: null };
 }
 
 /**

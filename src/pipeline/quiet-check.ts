@@ -1,15 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
-import {
-  detectChanges,
-  type DetectSettings,
-  type FetchOutcome,
-  type TrackedWarning,
-} from '../domain/detect.js';
-import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { GroupCommit } from './group-commit.js';
-import { toTracked, type WarningRow } from './warning-store.js';
+import type { WarningRow } from './warning-store.js';
 
 /**
  * What every applied check writes to its place or point row, quiet or not: the cycle that
@@ -27,12 +20,6 @@ export function placeBookkeeping(check: {
   return sql`last_cycle_id = ${check.cycleId},
     last_fetched_at = GREATEST(c.last_fetched_at, ${check.fetchStartedAt}),
     last_ok_at = CASE WHEN ${check.fetchOk} THEN ${check.now} ELSE c.last_ok_at END`;
-}
-
-/** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
-export interface PlaceRead {
-  version: string;
-  tracked: TrackedWarning[];
 }
 
 /**
@@ -259,51 +246,4 @@ export function quietChecksFor(ctx: PipelineContext, table: CheckedTable): Quiet
     quietChecks.set(ctx, checks);
   }
   return checks[table];
-}
-
-/**
- * Most checks change nothing: the answer holds the warnings already stored, or the call failed.
- * Such a check reads the place and its tracked warnings without a lock, and writes its
- * bookkeeping (last-seen times, the place's cycle and fetch times) only if the place row is
- * still the version it read (`xmin`), each with other checks of the process in one statement
- * (`QuietChecks`). Every check that writes warnings also updates its place row, so another
- * check in between makes the write a no-op and this returns `read: null`: the locked
- * transaction then does the check as before. When the answer changes anything it returns what
- * it read, which saves a locked check that finds the same row version a second read.
- */
-export async function applyQuietCheck(
-  ctx: PipelineContext,
-  input: {
-    cycleId: string;
-    placeId: string;
-    fetch: FetchOutcome;
-    fetchStartedAt: Date;
-    now: Date;
-    settings: DetectSettings;
-  },
-): Promise<{ outcome: CheckOutcome } | { read: PlaceRead | null }> {
-  const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
-  const checks = quietChecksFor(ctx, 'places');
-  const place = await checks.read(placeId, new Date(now.getTime() - settings.reappearWindowMs));
-  if (!place) return { read: null };
-  const result = emptyOutcome(fetch.ok);
-  if (place.last_cycle_id === cycleId) return { outcome: { ...result, applied: false } };
-  const tracked = (place.tracked ?? []).map(toTracked);
-  const read = { version: place.version, tracked };
-  let seen: string[] = [];
-  if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
-    const detected = detectChanges({ tracked, fetch, now, settings });
-    if (detected.events.length > 0 || detected.changes.length > 0) return { read };
-    seen = detected.seen;
-  }
-  const applied = await checks.write({
-    cycleId,
-    key: placeId,
-    fetchOk: fetch.ok,
-    fetchStartedAt,
-    now,
-    version: place.version,
-    seen,
-  });
-  return applied ? { outcome: result } : { read: null };
 }
