@@ -2,42 +2,7 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
 import { carriedNotifications, takeMessages } from '../../src/pipeline/deliver.js';
 import { useSqlClient } from '../support/db.js';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
-
-/** The index (or "whole table") each scan of `relation` in the plan goes through. */
-function accessPaths(node: PlanNode, relation: string, found: string[] = []): string[] {
-  if (node['Relation Name'] === relation && node['Node Type'] !== 'ModifyTable') {
-    // A bitmap heap scan names its indexes on its Bitmap Index Scan children.
-    const bitmaps = (node.Plans ?? []).flatMap(function indexes(n: PlanNode): string[] {
-      return n['Node Type'] === 'Bitmap Index Scan'
-        ? [n['Index Name']!]
-        : (n.Plans ?? []).flatMap(indexes);
-    });
-    found.push(...(bitmaps.length > 0 ? bitmaps : [node['Index Name'] ?? node['Node Type']]));
-    return found;
-  }
-  for (const child of node.Plans ?? []) accessPaths(child, relation, found);
-  return found;
-}
-
-/** A statement's parameter as an SQL literal, for EXECUTE. */
-function literal(value: unknown): string {
-  if (Array.isArray(value)) return `'{${value.join(',')}}'`;
-  if (typeof value === 'number') return String(value);
-  return `'${String(value).replace(/'/g, "''")}'`;
-}
-
-function scannedWhole(node: PlanNode, found: string[] = []): string[] {
-  if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) found.push(node['Relation Name']);
-  for (const child of node.Plans ?? []) scannedWhole(child, found);
-  return found;
-}
+import { accessPaths, genericPlan, scannedWhole, type PlanNode } from '../support/plans.js';
 
 /**
  * The delivery job reads its messages' notifications through a named prepared statement, and
@@ -100,21 +65,18 @@ describe('the claim read under a generic plan', () => {
     // The ledger of the test above, every message due: the due index holds all 120,000. A plan
     // that walked it to find a job's few ids read every due row on each job (most of a storm's
     // claim time, until the owner's read stopped spelling 'pending' the index's way).
-    await client.query(`ANALYZE messages; SET plan_cache_mode = force_generic_plan;`);
+    await client.query(`ANALYZE messages`);
     const { rows: picked } = await client.query<{ id: string }>(
       `SELECT id::text FROM messages ORDER BY id LIMIT 50`,
     );
-    const built = new PgDialect().sqlToQuery(
+    const plan = await genericPlan(
+      client,
+      'take',
       takeMessages(
         picked.map((r) => r.id),
         'a-batch-job',
       ),
     );
-    await client.query(`PREPARE take AS ${built.sql}`);
-    const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (FORMAT JSON) EXECUTE take(${built.params.map(literal).join(', ')})`,
-    );
-    const plan = explained.rows[0]!['QUERY PLAN'][0].Plan;
     const paths = accessPaths(plan, 'messages');
     expect(paths.length).toBeGreaterThanOrEqual(2);
     expect(new Set(paths)).toEqual(new Set(['messages_pkey']));

@@ -9,37 +9,13 @@ import {
   type QuietWriteRequest,
 } from '../../src/pipeline/quiet-check.js';
 import { useSqlClient } from '../support/db.js';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
+import { accessPaths, genericPlan, type PlanNode } from '../support/plans.js';
 
 /** Each scan of a checked table or `warnings` in the plan: its relation and the index it goes through. */
-function scans(node: PlanNode, found: string[] = []): string[] {
-  const relation = node['Relation Name'];
-  if (
-    (relation === 'places' || relation === 'alert_points' || relation === 'warnings') &&
-    node['Node Type'] !== 'ModifyTable'
-  ) {
-    found.push(`${relation}: ${node['Index Name'] ?? node['Node Type']}`);
-  }
-  for (const child of node.Plans ?? []) scans(child, found);
-  return found;
-}
-
-/** A statement's parameter as an SQL literal, for EXECUTE. */
-function literal(value: unknown): string {
-  const text = Array.isArray(value)
-    ? `{${value
-        .map((e) =>
-          e === null ? 'NULL' : `"${String(e).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`,
-        )
-        .join(',')}}`
-    : String(value);
-  return `'${text.replace(/'/g, "''")}'`;
+function scans(plan: PlanNode): string[] {
+  return ['places', 'alert_points', 'warnings'].flatMap((relation) =>
+    accessPaths(plan, relation).map((path) => `${relation}: ${path}`),
+  );
 }
 
 const dialect = new PgDialect();
@@ -51,20 +27,6 @@ async function runNamed<T extends pg.QueryResultRow>(
 ): Promise<T[]> {
   const built = dialect.sqlToQuery(query);
   return (await client.query<T>({ name, text: built.sql, values: built.params })).rows;
-}
-
-/** The generic plan of `query`, prepared under `name` in a session that forces generic plans. */
-async function genericPlan(client: pg.Client, name: string, query: SQL): Promise<PlanNode> {
-  const built = dialect.sqlToQuery(query);
-  await client.query(`SET plan_cache_mode = force_generic_plan; PREPARE ${name} AS ${built.sql}`);
-  try {
-    const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      `EXPLAIN (FORMAT JSON) EXECUTE ${name}(${built.params.map(literal).join(', ')})`,
-    );
-    return explained.rows[0]!['QUERY PLAN'][0].Plan;
-  } finally {
-    await client.query(`DEALLOCATE ${name}; RESET plan_cache_mode`);
-  }
 }
 
 /**
