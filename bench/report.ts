@@ -168,13 +168,15 @@ const rowsTarget = (name: string, rows: number): Target =>
  * The targets of issue 21: what the design controls (the storm's efficiency, its row versions
  * and database CPU per notification), and what was met before and must stay met.
  */
-export function judgeTargets(
-  scenarios: readonly ScenarioResult[],
-  workerPeakRssMb: readonly number[],
-  places: number,
-  peer?: PeerResult,
-  webhookStorm?: ScenarioResult,
-): Target[] {
+export function judgeTargets(run: {
+  scenarios: readonly ScenarioResult[];
+  workerPeakRssMb: readonly number[];
+  /** Places of the bench data: the quiet cycle's calls are 1 + this. */
+  places: number;
+  peer?: PeerResult | undefined;
+  webhookStorm?: ScenarioResult | undefined;
+}): Target[] {
+  const { scenarios, workerPeakRssMb, places, peer, webhookStorm } = run;
   const storm = scenarios.find((s) => s.name === 'storm');
   const quiet = scenarios.find((s) => s.name === 'quiet');
   const targets: Target[] = [];
