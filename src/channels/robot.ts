@@ -4,10 +4,15 @@ import type { Notification } from '../domain/render.js';
 import { renderRobotBody, type RobotBody, type RobotVendor } from '../domain/robot-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import { scrub, type Logger } from '../logger.js';
-import { createGuardedAgent, readTransportFailure, refusedLiteral } from './outbound.js';
+import {
+  createGuardedAgent,
+  postOnce,
+  readTransportFailure,
+  refusedLiteral,
+  type PostAnswer,
+} from './outbound.js';
 import { dingtalk } from './dingtalk.js';
 import { feishu } from './feishu.js';
-import { startRequestDeadline } from './deadline.js';
 import { describeRobot, robotCredential } from './robot-identity.js';
 import type { RobotFailure, RobotFailureKind, RobotVendorAdapter } from './robot-vendor.js';
 import { USER_AGENT } from './webhook.js';
@@ -143,22 +148,6 @@ function parseTarget(target: RobotTarget, allowPrivate: boolean, robot: string):
   return url;
 }
 
-/** The answer's text, read up to MAX_ANSWER_BYTES (a longer answer is cut, not waited for). */
-async function readAnswer(body: Dispatcher.ResponseData['body']): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-    chunks.push(buffer);
-    size += buffer.length;
-    if (size >= MAX_ANSWER_BYTES) {
-      body.destroy();
-      break;
-    }
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
@@ -227,23 +216,20 @@ export function createRobotSender(o: RobotSenderOptions): RobotSender {
 
     const url = parseTarget(target, o.allowPrivate, robot);
     const request = adapter.request(url, body, target.secret ?? undefined, now());
-    const deadline = startRequestDeadline(o.timeoutMs);
-    let response: Dispatcher.ResponseData;
-    let text: string;
+    let response: PostAnswer;
     try {
-      response = await dispatcher.request({
-        origin: request.url.origin,
-        path: `${request.url.pathname}${request.url.search}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json; charset=utf-8', 'user-agent': USER_AGENT },
-        body: request.body,
-        signal: deadline.signal,
-        headersTimeout: o.timeoutMs,
-        bodyTimeout: o.timeoutMs,
-      });
-      text = await readAnswer(response.body);
+      response = await postOnce(
+        dispatcher,
+        {
+          origin: request.url.origin,
+          path: `${request.url.pathname}${request.url.search}`,
+          headers: { 'content-type': 'application/json; charset=utf-8', 'user-agent': USER_AGENT },
+          body: request.body,
+        },
+        { timeoutMs: o.timeoutMs, maxAnswerBytes: MAX_ANSWER_BYTES, answer: 'body' },
+      );
     } catch (err) {
-      const failure = readTransportFailure(err, deadline.expired);
+      const failure = readTransportFailure(err);
       if (failure.refused) {
         return fail(
           { ok: false, kind: 'refused', vendorMessage: failure.refused.message },
@@ -260,31 +246,29 @@ export function createRobotSender(o: RobotSenderOptions): RobotSender {
         },
         undefined,
       );
-    } finally {
-      deadline.clear();
     }
 
-    const answer = parseJson(text);
+    const answer = parseJson(response.body.toString('utf8'));
     const verdict =
-      response.statusCode === 200 && answer !== undefined ? adapter.classify(answer) : undefined;
+      response.status === 200 && answer !== undefined ? adapter.classify(answer) : undefined;
     if (verdict?.ok) {
       o.logger.debug(ids, 'robot delivered');
       return { messageId, robot };
     }
-    if (verdict) return fail(verdict, response.statusCode);
+    if (verdict) return fail(verdict, response.status);
     // Not a 200, or not JSON: a vendor code in the body still decides (Feishu's 9499 comes with
     // HTTP 400), except that nothing but a 200 is ever a success.
     const coded = answer === undefined ? undefined : adapter.classify(answer);
-    if (coded && !coded.ok && coded.code !== undefined) return fail(coded, response.statusCode);
-    if (response.statusCode === 200) {
+    if (coded && !coded.ok && coded.code !== undefined) return fail(coded, response.status);
+    if (response.status === 200) {
       return fail(
         { ok: false, kind: 'refused', vendorMessage: 'answer is not JSON' },
-        response.statusCode,
+        response.status,
       );
     }
     return fail(
-      statusVerdict(response.statusCode, response.headers, now(), adapter.rateLimitLockMs),
-      response.statusCode,
+      statusVerdict(response.status, response.headers, now(), adapter.rateLimitLockMs),
+      response.status,
     );
   }
 

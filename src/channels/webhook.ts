@@ -5,8 +5,13 @@ import type { Dispatcher } from 'undici';
 import { renderWebhookMessage, type Message } from '../domain/message-render.js';
 import { parseRetryAfter } from '../domain/retry.js';
 import type { Logger } from '../logger.js';
-import { startRequestDeadline } from './deadline.js';
-import { createGuardedAgent, readTransportFailure, refusedLiteral } from './outbound.js';
+import {
+  createGuardedAgent,
+  postOnce,
+  readTransportFailure,
+  refusedLiteral,
+  type PostAnswer,
+} from './outbound.js';
 import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /**
@@ -80,7 +85,8 @@ export interface WebhookSenderOptions {
   logger: Logger;
   /**
    * A dispatcher to send through instead of the sender's own guarded Agent. The caller then owns
-   * its lifecycle and its address policy; IP literal targets are still checked here.
+   * its lifecycle, its address policy and its timeouts per phase; IP literal targets are still
+   * checked here, and `timeoutMs` still bounds the whole attempt.
    */
   dispatcher?: Dispatcher;
   /** Replaces dns.lookup in the sender's own Agent (tests point hostnames at chosen addresses). */
@@ -168,8 +174,8 @@ function statusFailure(status: number, headers: Dispatcher.ResponseData['headers
   });
 }
 
-function transportFailure(err: unknown, deadlineExpired: boolean, host: string): WebhookError {
-  const failure = readTransportFailure(err, deadlineExpired);
+function transportFailure(err: unknown, host: string): WebhookError {
+  const failure = readTransportFailure(err);
   if (failure.refused) {
     return new WebhookError(failure.refused.message, {
       kind: 'refused-address',
@@ -204,47 +210,37 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
       const signature = signWebhook(target.secret, m.id, at, body);
       // Plain fields, not a child logger: a child per send was measurable in a storm's profile.
       const ids = { messageId: m.id, host: url.host };
-      const deadline = startRequestDeadline(o.timeoutMs);
-
-      let response: Dispatcher.ResponseData;
+      let response: PostAnswer;
       try {
-        response = await dispatcher.request({
-          origin: url.origin,
-          path: `${url.pathname}${url.search}`,
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': USER_AGENT,
-            'webhook-id': m.id,
-            'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-            'webhook-signature': signature,
+        response = await postOnce(
+          dispatcher,
+          {
+            origin: url.origin,
+            path: `${url.pathname}${url.search}`,
+            headers: {
+              'content-type': 'application/json',
+              'user-agent': USER_AGENT,
+              'webhook-id': m.id,
+              'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+              'webhook-signature': signature,
+            },
+            body,
           },
-          body,
-          signal: deadline.signal,
-          headersTimeout: o.timeoutMs,
-          bodyTimeout: o.timeoutMs,
-        });
+          // The status is what counts: the answer is drained, so the connection can be reused.
+          { timeoutMs: o.timeoutMs, maxAnswerBytes: MAX_RESPONSE_BYTES, answer: 'status' },
+        );
       } catch (err) {
-        deadline.clear();
-        const failure = transportFailure(err, deadline.expired, url.host);
+        const failure = transportFailure(err, url.host);
         o.logger.debug({ ...ids, kind: failure.kind }, 'webhook failed');
         throw failure;
       }
 
-      try {
-        await response.body.dump({ limit: MAX_RESPONSE_BYTES });
-      } catch {
-        // The status is what counts; a body cut short by the deadline changes nothing.
-      } finally {
-        deadline.clear();
+      if (response.status >= 200 && response.status < 300) {
+        o.logger.debug({ ...ids, status: response.status }, 'webhook delivered');
+        return { status: response.status, webhookId: m.id };
       }
-
-      if (response.statusCode >= 200 && response.statusCode < 300) {
-        o.logger.debug({ ...ids, status: response.statusCode }, 'webhook delivered');
-        return { status: response.statusCode, webhookId: m.id };
-      }
-      const failure = statusFailure(response.statusCode, response.headers, now());
-      o.logger.debug({ ...ids, status: response.statusCode, kind: failure.kind }, 'webhook failed');
+      const failure = statusFailure(response.status, response.headers, now());
+      o.logger.debug({ ...ids, status: response.status, kind: failure.kind }, 'webhook failed');
       throw failure;
     },
 

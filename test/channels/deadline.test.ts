@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { startDeadline, startRequestDeadline } from '../../src/channels/deadline.js';
+import { startDeadline } from '../../src/channels/deadline.js';
 
 describe('startDeadline (an AbortSignal, for nodemailer)', () => {
   it('aborts its signal with a TimeoutError once the time is up', async () => {
@@ -19,32 +19,5 @@ describe('startDeadline (an AbortSignal, for nodemailer)', () => {
     await sleep(60);
     expect(deadline.expired).toBe(false);
     expect(deadline.signal.aborted).toBe(false);
-  });
-});
-
-describe('startRequestDeadline (an EventEmitter signal, for undici)', () => {
-  it('emits abort once, with a TimeoutError as its reason, once the time is up', async () => {
-    const deadline = startRequestDeadline(20);
-    const heard: unknown[] = [];
-    deadline.signal.once('abort', () => heard.push(deadline.signal.reason));
-    expect(deadline.signal.aborted).toBe(false);
-    await sleep(60);
-    expect(deadline.expired).toBe(true);
-    expect(deadline.signal.aborted).toBe(true);
-    expect(heard).toHaveLength(1);
-    expect((heard[0] as DOMException).name).toBe('TimeoutError');
-  });
-
-  it('never fires once cleared', async () => {
-    const deadline = startRequestDeadline(20);
-    let heard = false;
-    deadline.signal.once('abort', () => (heard = true));
-    deadline.clear();
-    await sleep(60);
-    expect({ expired: deadline.expired, aborted: deadline.signal.aborted, heard }).toEqual({
-      expired: false,
-      aborted: false,
-      heard: false,
-    });
   });
 });
