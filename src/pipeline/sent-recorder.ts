@@ -16,10 +16,12 @@ const MAX_ROWS_PER_FLUSH = 1000;
  * How long a mark waits for others before its statement starts. A storm's sends finish a few
  * per millisecond in each process, and without the wait a statement carried about 16 marks: the
  * marks were a quarter of the storm's statements, each a round trip that costs both processes
- * far more CPU than its rows (BENCHMARKS.md). A job waits this much longer for its ledger; a
- * crash in that time sends those messages again, under the same ids.
+ * far more CPU than its rows. A job waits this much longer for its ledger, and a crash in that
+ * time sends those messages again, under the same ids: at 10 ms a worker killed mid-cycle in
+ * the fault suite resent 13–18 on a fast machine (bound 16), at 2 ms 8, and the storm's Postgres
+ * CPU rose 4 % where no wait at all cost 11 % (BENCHMARKS.md, items 34 and 57).
  */
-export const MARK_LINGER_MS = 10;
+export const MARK_LINGER_MS = 2;
 
 /**
  * Pauses before a failed mark is written again. The sends it records have happened: a mark lost
