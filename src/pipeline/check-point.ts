@@ -37,7 +37,7 @@ import {
   type NewNotification,
 } from './notification-ledger.js';
 import { adoptV7Warnings } from './handover.js';
-import { quietChecksFor } from './quiet-check.js';
+import { placeBookkeeping, pointAnswerBookkeeping, quietChecksFor } from './quiet-check.js';
 import { readTracked, toTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
 /**
@@ -307,7 +307,7 @@ async function applyQuietPointCheck(
   }
   const apply = fetch.ok && !isStale(row.last_fetched_at, fetchStartedAt);
   let seen: string[] = [];
-  if (fetch.ok && apply) {
+  if (apply) {
     if (!row.v7_adopted_at) return null;
     const tracked = (row.tracked ?? []).map(toTracked);
     const unchangedTag =
@@ -371,6 +371,7 @@ export async function runCheckPoint(
 
   let unchangedTag = false;
   let created = NOTHING_INSERTED();
+  const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
   const quiet = await applyQuietPointCheck(ctx, {
     cycleId,
     point,
@@ -378,7 +379,7 @@ export async function runCheckPoint(
     answer,
     fetchStartedAt,
     now,
-    windowStart: new Date(now.getTime() - settings.reappearWindowMs),
+    windowStart,
   });
   if (quiet) unchangedTag = quiet.unchangedTag;
   const outcome =
@@ -410,7 +411,6 @@ export async function runCheckPoint(
             now,
           );
         }
-        const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
         const tracked = await readTracked(tx, point.key, windowStart);
         // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
         const alerts = continueHandedOver(tracked, fetch.warnings);
@@ -450,14 +450,19 @@ export async function runCheckPoint(
         }
       }
 
+      // What the quiet path writes too (src/pipeline/quiet-check.ts), said the same way.
       await tx.execute(sql`
-      UPDATE alert_points SET last_cycle_id = ${cycleId},
-        last_fetched_at = GREATEST(last_fetched_at, ${fetchStartedAt}),
-        last_ok_at = CASE WHEN ${fetch.ok} THEN ${now} ELSE last_ok_at END,
-        last_tag = CASE WHEN ${apply} THEN ${answer.tag} ELSE last_tag END,
-        attributions = CASE WHEN ${apply} THEN ${sql.param(answer.attributions)}::text[]
-                            ELSE attributions END
-      WHERE id = ${point.key}`);
+        UPDATE alert_points c SET ${placeBookkeeping({
+          cycleId: sql`${cycleId}::uuid`,
+          fetchOk: sql`${fetch.ok}::boolean`,
+          fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
+          now: sql`${now}::timestamptz`,
+        })}, ${pointAnswerBookkeeping({
+          applied: sql`${apply}::boolean`,
+          tag: sql`${answer.tag}::text`,
+          attributions: sql`${sql.param(answer.attributions)}::text[]`,
+        })}
+        WHERE id = ${point.key}`);
       if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
         // As in runCheck: a check that wrote no events need not wait for its WAL flush. Losing
         // such a commit in a database crash loses only bookkeeping; the next cycle checks again.

@@ -23,6 +23,16 @@ export function placeBookkeeping(check: {
 }
 
 /**
+ * What an applied check writes to its point row besides `placeBookkeeping`: the tag and
+ * attributions of the answer it applied, or, when it applied none (`applied` false: a failed or
+ * stale fetch), those of the last one. For an UPDATE of `alert_points` aliased `c`.
+ */
+export function pointAnswerBookkeeping(answer: { applied: SQL; tag: SQL; attributions: SQL }): SQL {
+  return sql`last_tag = CASE WHEN ${answer.applied} THEN ${answer.tag} ELSE c.last_tag END,
+    attributions = CASE WHEN ${answer.applied} THEN ${answer.attributions} ELSE c.attributions END`;
+}
+
+/**
  * The rows a check keeps its bookkeeping on: a v7 place, or a v1 point (src/pipeline/check-point.ts),
  * whose row also keeps the tag and attributions of its last applied answer. Either's warnings
  * are those of `warnings` whose `place_id` is the row's id.
@@ -126,10 +136,11 @@ export function quietWrites(table: CheckedTable, requests: readonly QuietWriteRe
   );
   const answerColumns =
     table === 'alert_points'
-      ? sql`,
-          last_tag = CASE WHEN i.applied THEN i.tag ELSE c.last_tag END,
-          attributions = CASE WHEN i.applied
-            THEN ARRAY(SELECT jsonb_array_elements_text(i.attributions)) ELSE c.attributions END`
+      ? sql`, ${pointAnswerBookkeeping({
+          applied: sql`i.applied`,
+          tag: sql`i.tag`,
+          attributions: sql`ARRAY(SELECT jsonb_array_elements_text(i.attributions))`,
+        })}`
       : sql``;
   return sql`WITH input AS (
           SELECT * FROM unnest(${column((r) => r.key, 'text')},
