@@ -114,6 +114,8 @@ export function postOnce(
     let headers: IncomingHttpHeaders = {};
     let received = 0;
     const chunks: Buffer[] = [];
+    const overdue = (cause?: Error | null) =>
+      new DeadlineError(`no answer within ${o.timeoutMs} ms`, cause ? { cause } : undefined);
     const finish = (err: Error | null) => {
       if (finished) return;
       finished = true;
@@ -122,14 +124,14 @@ export function postOnce(
       if (status !== 0 && (whole || o.answer === 'status')) {
         resolve({ status, headers, body: o.answer === 'body' ? Buffer.concat(chunks) : EMPTY });
       } else if (expired && !(err instanceof DeadlineError)) {
-        reject(new DeadlineError(`no answer within ${o.timeoutMs} ms`, { cause: err }));
+        reject(overdue(err));
       } else {
         reject(err ?? new Error('the answer ended before its status'));
       }
     };
     const timer = setTimeout(() => {
       expired = true;
-      const reason = new DeadlineError(`no answer within ${o.timeoutMs} ms`);
+      const reason = overdue();
       // Not started yet (still connecting): it is stopped when it starts, and fails now.
       if (controller) controller.abort(reason);
       else finish(reason);
@@ -139,7 +141,7 @@ export function postOnce(
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         controller = c;
-        if (finished) c.abort(new DeadlineError(`no answer within ${o.timeoutMs} ms`));
+        if (finished) c.abort(overdue());
       },
       onResponseStart(_c, statusCode, answerHeaders) {
         // 1xx answers are informational: the final one follows.
