@@ -9,7 +9,7 @@ import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { waitForLockWait } from '../support/db.js';
-import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
+import { newCycle, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
  * A check whose answer changes nothing writes its bookkeeping without the place lock, in one
@@ -27,14 +27,6 @@ describe('quiet checks and cycle counters', () => {
   afterAll(async () => {
     await h?.close();
   });
-
-  async function newCycle(): Promise<string> {
-    const [cycle] = await queryRows<{ id: string }>(
-      h.database.db,
-      sql`INSERT INTO poll_cycles (planned) VALUES (1) RETURNING id`,
-    );
-    return cycle!.id;
-  }
 
   /** A watched place whose one warning a full cycle has already detected and delivered. */
   async function warnedOnce(place: string, name: string, path: string, seq: number) {
@@ -59,9 +51,9 @@ describe('quiet checks and cycle counters', () => {
     ]);
     expect((await runCycleOnce(rt.ctx, rt.redis, { timeoutMs: 30_000 })).ok).toBe(true);
     h.sim.setWarnings(place, []);
-    expect((await runCheck(rt.ctx, { cycleId: await newCycle(), placeId: place })).applied).toBe(
-      true,
-    );
+    expect(
+      (await runCheck(rt.ctx, { cycleId: await newCycle(h.database.db), placeId: place })).applied,
+    ).toBe(true);
     const [missed] = await queryRows<{ misses: number; state: string }>(
       h.database.db,
       sql`SELECT misses, state FROM warnings WHERE place_id = ${place}`,
@@ -93,7 +85,7 @@ describe('quiet checks and cycle counters', () => {
     });
     const outcome = await runCheck(
       { ...rt.ctx, db },
-      { cycleId: await newCycle(), placeId: place },
+      { cycleId: await newCycle(h.database.db), placeId: place },
     );
     expect(interleaved).toBe(true);
     expect(outcome.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
@@ -112,7 +104,7 @@ describe('quiet checks and cycle counters', () => {
       sql`SELECT last_seen FROM warnings WHERE place_id = ${place}`,
     );
 
-    const cycleId = await newCycle();
+    const cycleId = await newCycle(h.database.db);
     const outcome = await runCheck(rt.ctx, { cycleId, placeId: place });
     expect(outcome).toEqual({
       applied: true,
@@ -158,7 +150,7 @@ describe('quiet checks and cycle counters', () => {
       await other.query('DELETE FROM warnings WHERE place_id = $1', [place]);
       await other.query('UPDATE places SET last_ok_at = now() WHERE id = $1', [place]);
 
-      const check = runCheck(rt.ctx, { cycleId: await newCycle(), placeId: place });
+      const check = runCheck(rt.ctx, { cycleId: await newCycle(h.database.db), placeId: place });
       // Commit only once the check waits for the row: it has read the old state by then.
       await waitForLockWait(h.database.url, 'a check waiting for the place row');
       await other.query('COMMIT');
@@ -176,10 +168,7 @@ describe('quiet checks and cycle counters', () => {
   });
 
   it('counts checks made together in one statement and closes the cycle', async () => {
-    const [cycle] = await queryRows<{ id: string }>(
-      h.database.db,
-      sql`INSERT INTO poll_cycles (planned) VALUES (40) RETURNING id`,
-    );
+    const cycleId = await newCycle(h.database.db, 40);
     let statements = 0;
     const counter = new CycleCounter({
       execute: (query: SQL) => {
@@ -191,7 +180,7 @@ describe('quiet checks and cycle counters', () => {
     await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
         counter.count({
-          cycleId: cycle!.id,
+          cycleId,
           fetchOk: i % 10 !== 0,
           events: { new: i === 3 ? 2 : 0, update: 0, cancel: i === 5 ? 1 : 0, expired: 0 },
           deliveries: i === 3 ? 7 : 0,
@@ -203,7 +192,7 @@ describe('quiet checks and cycle counters', () => {
     const [row] = await queryRows<Record<string, unknown>>(
       h.database.db,
       sql`SELECT status, checked, upstream_calls, upstream_errors, events_new, events_cancel,
-            deliveries_created, finished_at FROM poll_cycles WHERE id = ${cycle!.id}`,
+            deliveries_created, finished_at FROM poll_cycles WHERE id = ${cycleId}`,
     );
     expect(row).toMatchObject({
       status: 'done',
@@ -233,7 +222,7 @@ describe('quiet checks and cycle counters', () => {
     expect(read.at(-1)).toBeNull();
     expect(read.slice(0, -1).every((r) => r !== null && r.last_cycle_id === null)).toBe(true);
 
-    const cycleId = await newCycle();
+    const cycleId = await newCycle(h.database.db);
     const now = new Date();
     const write = (place: string, version: string) =>
       checks.write({

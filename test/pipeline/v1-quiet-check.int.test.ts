@@ -7,6 +7,7 @@ import { runCheckPoint } from '../../src/pipeline/check-point.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v1Alert } from '../../src/simulator/index.js';
 import { waitForLockWait } from '../support/db.js';
+import { newCycle } from '../support/pipeline.js';
 import { startV1Harness, type V1Harness } from './v1-harness.js';
 
 const POINT = '30.27,120.15';
@@ -31,14 +32,6 @@ describe('quiet v1 point checks', () => {
   afterAll(async () => {
     await v?.close();
   });
-
-  async function newCycle(): Promise<string> {
-    const [cycle] = await queryRows<{ id: string }>(
-      v.h.database.db,
-      sql`INSERT INTO poll_cycles (planned) VALUES (1) RETURNING id`,
-    );
-    return cycle!.id;
-  }
 
   /** Runs `check` while another session holds the point row FOR KEY SHARE. */
   async function withPointShared<T>(check: (waitedFor: () => Promise<void>) => Promise<T>) {
@@ -73,7 +66,7 @@ describe('quiet v1 point checks', () => {
     );
 
     // The same answer: done while the row is shared, seen again, counted as applied.
-    const cycleId = await newCycle();
+    const cycleId = await newCycle(v.h.database.db);
     const quiet = await withPointShared(() =>
       withTimeout(
         'a quiet point check',
@@ -113,7 +106,10 @@ describe('quiet v1 point checks', () => {
       }),
     ]);
     const changed = await withPointShared(async (waitedFor) => {
-      const check = runCheckPoint(rt.ctx, { cycleId: await newCycle(), pointId: POINT });
+      const check = runCheckPoint(rt.ctx, {
+        cycleId: await newCycle(v.h.database.db),
+        pointId: POINT,
+      });
       await waitedFor();
       return check;
     });

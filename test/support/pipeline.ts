@@ -273,6 +273,15 @@ export async function notificationsOutsideTheirEventsCycle(db: Db): Promise<stri
   return rows.map((r) => r.id);
 }
 
+/** A running poll cycle that plans `planned` checks, for tests that run checks by hand; its id. */
+export async function newCycle(db: Db, planned = 1): Promise<string> {
+  const [cycle] = await queryRows<{ id: string }>(
+    db,
+    sql`INSERT INTO poll_cycles (planned) VALUES (${planned}) RETURNING id`,
+  );
+  return cycle!.id;
+}
+
 /**
  * A running poll cycle and one `new` event of it at `placeId`, its record a sample warning, as a
  * check would have written them before its notifications; the warning id is the cycle's unless
