@@ -34,7 +34,7 @@ export const JOB_LOCK_MS = 30_000;
 
 /**
  * Both channels' deliver queues run the same job; a batch holds rows of one channel. Its id says
- * which first attempts it owns (src/pipeline/deliver.ts).
+ * which first attempts it owns (src/pipeline/take-messages.ts).
  */
 const deliver = define({
   payload: deliverPayload,

@@ -61,7 +61,7 @@ describe('HOT updates', () => {
 
     await sql.client.query('BEGIN');
     try {
-      // The columns an attempt's claim writes (src/pipeline/deliver.ts): a pending message's
+      // The columns an attempt's claim writes (src/pipeline/take-messages.ts): a pending message's
       // status stays what it was.
       await sql.client.query(`UPDATE messages SET
         status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,

@@ -1,0 +1,305 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { queryPrepared } from '../db/client.js';
+import type { EventType } from '../domain/detect.js';
+import type { RobotVendor } from '../domain/robot-render.js';
+import type { Hold } from '../domain/schedule.js';
+import type { Warning } from '../domain/warning.js';
+import type { PipelineContext } from './context.js';
+import { deferredOwned } from './deferred-messages.js';
+import type { Channel } from './deliver-queues.js';
+import { carriedBy } from './ledger-lookups.js';
+
+/**
+ * How a deliver job takes its messages: the first attempts its batch owns are read, the others
+ * are claimed, and every message comes with its subscriber and the notifications it carries
+ * (src/pipeline/deliver.ts sends them).
+ */
+
+/**
+ * How long a sender holds a row. Longer than any single send (SMTP and webhook timeouts are
+ * well under a minute), so only a crashed sender's claim ever runs out.
+ */
+export const CLAIM_SECONDS = 120;
+
+/** A deliver job may fire a moment before the row's time (clocks of app and database). */
+const EARLY_TOLERANCE_SECONDS = 5;
+
+/** A claimed message, with its subscriber. */
+export interface ClaimedMessage {
+  id: string;
+  attempts: number;
+  channel: Channel;
+  hold: Hold | null;
+  subscriber_id: string;
+  email: string | null;
+  webhook_url: string | null;
+  webhook_secret: string | null;
+  robot_kind: RobotVendor | null;
+  robot_url: string | null;
+  robot_secret: string | null;
+  lang: 'zh' | 'en';
+  active: boolean;
+  unsubscribed: boolean;
+  disabled_reason: string | null;
+  quiet_from: string | null;
+  quiet_to: string | null;
+}
+
+/** A notification of a claimed message, as its rendering needs it. */
+export interface CarriedNotification {
+  id: string;
+  message_id: string;
+  event_type: EventType;
+  warning_id: string;
+  place_id: string;
+  event_id: string;
+  record: Omit<Warning, 'raw'>;
+  supersedes: string[];
+  /** v1: `metadata.attributions` of the answer the event came from; null for v7. */
+  attributions: string[] | null;
+  detected_at: Date;
+  place_name: string | null;
+  place_tz: string | null;
+}
+
+/** A message ready to send: what it carries, rendered by the channel. */
+export interface Outgoing extends ClaimedMessage {
+  notifications: CarriedNotification[];
+  /** Its first attempt belongs to this job (read, not claimed): see `FIRST_ATTEMPT_OWNED`. */
+  owned: boolean;
+  /** Owned, and without a row in `messages` yet: see src/pipeline/deferred-messages.ts. */
+  deferred: boolean;
+}
+/** A carried notification as the read returns it: the event's columns only on its first row. */
+type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attributions'> & {
+  record: CarriedNotification['record'] | null;
+  supersedes: string[] | null;
+  attributions: string[] | null;
+};
+
+/**
+ * A row of the take statement: a message, and one of its notifications when the job owns its
+ * first attempt (`n_*`, null otherwise: a claimed message's are read after the claim).
+ */
+type TakenRow = ClaimedMessage & {
+  owned: boolean;
+  deferred: boolean;
+  n_id: string | null;
+  n_event_type: EventType | null;
+  n_warning_id: string | null;
+  n_place_id: string | null;
+  n_event_id: string | null;
+  n_record: CarriedNotification['record'] | null;
+  n_supersedes: string[] | null;
+  n_attributions: string[] | null;
+  n_detected_at: Date | null;
+  n_place_name: string | null;
+  n_place_tz: string | null;
+};
+
+/**
+ * The notifications of `messageIds`, each event's record on its first row only. A job's
+ * notifications mostly share a place and one to three events: each event and place is looked up
+ * once, not once per notification. Exported for the test that holds its generic plan to index
+ * lookups (test/db/claim-plan.int.test.ts).
+ */
+export function carriedNotifications(messageIds: readonly string[]): SQL {
+  return notificationsOf(sql`${sql.param(messageIds)}::uuid[]`);
+}
+
+/** `carriedNotifications` of the messages in `messageIds`, an SQL expression of type uuid[]. */
+function notificationsOf(messageIds: SQL): SQL {
+  return sql`WITH carried AS (
+            SELECT d.id, d.message_id, d.event_type, d.warning_id, d.place_id, d.event_id,
+                   row_number() OVER (PARTITION BY d.event_id) AS nth
+            FROM deliveries d WHERE ${carriedBy(messageIds)}),
+          -- Index lookups whatever the plan: a prepared statement soon runs a generic plan,
+          -- which guessed hundreds of rows here and hashed every event (records and all) and
+          -- every place for each job, 15 ms where the lookups take a tenth of one. OFFSET 0
+          -- keeps the planner from flattening a lookup into such a join; the joins below are
+          -- between the job's own few rows.
+          carried_events AS (
+            SELECT e.* FROM (SELECT DISTINCT event_id FROM carried) k
+            CROSS JOIN LATERAL (
+              SELECT e.id, e.record, e.supersedes, e.attributions, e.detected_at
+              FROM events e WHERE e.id = k.event_id OFFSET 0) e),
+          carried_places AS (
+            SELECT p.* FROM (SELECT DISTINCT place_id FROM carried) k
+            CROSS JOIN LATERAL (
+              SELECT p.id, p.name, p.tz FROM places p WHERE p.id = k.place_id OFFSET 0) p)
+          SELECT c.id, c.message_id, c.event_type, c.warning_id, c.place_id,
+                 c.event_id::text AS event_id,
+                 CASE WHEN c.nth = 1 THEN e.record END AS record,
+                 CASE WHEN c.nth = 1 THEN e.supersedes END AS supersedes,
+                 CASE WHEN c.nth = 1 THEN e.attributions END AS attributions,
+                 e.detected_at, p.name AS place_name, p.tz AS place_tz
+          FROM carried c
+          JOIN carried_events e ON e.id = c.event_id
+          LEFT JOIN carried_places p ON p.id = c.place_id
+          ORDER BY c.message_id, e.detected_at, c.id`;
+}
+
+/**
+ * A message whose first attempt its planned job owns (`first_job_id`): pending, never tried, and
+ * not a robot's. That job sends it without a claim write: the BullMQ job's lock is the lease, and
+ * no other job may claim the message while its first attempt is owned (see `claim`). The claim
+ * write was a quarter of a storm's ledger row versions (issue 21). A message still collecting
+ * ('open') is claimed as before: the claim's row lock is what orders it after the checks still
+ * adding to it. A robot's is claimed too: its attempt count tells a post never tried from one
+ * that may have reached the group, which decides whether a waiting post may join another.
+ */
+// "status = 'pending'" spelled as the claim below spells its statuses, so that it does not
+// imply the due index's predicate (BENCHMARKS.md item 4).
+const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND status <> 'sent'
+  AND status <> 'dead' AND attempts = 0 AND channel <> 'robot'`;
+
+/**
+ * The statement of `claim`: reads the messages among `ids` whose first attempt `jobId` owns,
+ * claims the others that are due and free, and returns both with their subscribers. Exported for
+ * the test that holds its generic plan to primary-key lookups (test/db/claim-plan.int.test.ts).
+ */
+export function takeMessages(ids: readonly string[], jobId: string | undefined): SQL {
+  const ownedByJob =
+    jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
+  const deferred =
+    jobId === undefined
+      ? sql``
+      : sql`UNION ALL SELECT *, true AS deferred
+          FROM (${deferredOwned(sql`${sql.param(ids)}::uuid[]`, jobId)}) n`;
+  return sql`WITH owned AS (
+          SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id, false AS deferred
+          FROM messages
+          WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
+            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
+          ${deferred}),
+        claimed AS (
+          UPDATE messages SET
+            status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
+            attempts = attempts + 1,
+            claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
+            updated_at = now()
+          WHERE id = ANY(${sql.param(ids)}::uuid[])
+            -- Not "status IN ('open', 'pending', 'retrying')": that is the due index's
+            -- predicate, and with it the planner may walk every due row to find these few.
+            -- The CHECK constraint makes them equal.
+            AND status <> 'sent' AND status <> 'dead'
+            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
+            AND (claimed_until IS NULL OR claimed_until < now())
+            AND (attempts > 0 OR first_job_id IS NULL OR ${ownedByJob})
+            AND NOT (${ownedByJob} AND ${FIRST_ATTEMPT_OWNED})
+          RETURNING id, attempts, channel, hold, subscriber_id),
+        taken AS (
+          SELECT *, true AS owned FROM owned
+          UNION ALL SELECT *, false AS deferred, false AS owned FROM claimed),
+        -- An owned message waits for no lock, so its notifications come in this statement: a
+        -- webhook batch takes one round trip, not two.
+        owned_notifications AS (${notificationsOf(sql`ARRAY(SELECT id FROM owned)`)})
+        SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned, c.deferred,
+               s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
+               s.robot_secret, s.lang, s.active, s.disabled_reason,
+               s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to,
+               n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
+               n.place_id AS n_place_id, n.event_id AS n_event_id, n.record AS n_record,
+               n.supersedes AS n_supersedes, n.attributions AS n_attributions,
+               n.detected_at AS n_detected_at, n.place_name AS n_place_name,
+               n.place_tz AS n_place_tz
+        FROM taken c JOIN subscribers s ON s.id = c.subscriber_id
+        LEFT JOIN owned_notifications n ON n.message_id = c.id
+        ORDER BY c.id, n.detected_at, n.id`;
+}
+
+/**
+ * The message of a taken row, without its notifications yet: the row less its notification's
+ * columns. Named one by one: filtering the row's entries by name cost 5 µs a message, a storm's
+ * largest self time in `claim`.
+ */
+function messageOfRow(r: TakenRow): Outgoing {
+  return {
+    id: r.id,
+    attempts: r.attempts,
+    channel: r.channel,
+    hold: r.hold,
+    subscriber_id: r.subscriber_id,
+    email: r.email,
+    webhook_url: r.webhook_url,
+    webhook_secret: r.webhook_secret,
+    robot_kind: r.robot_kind,
+    robot_url: r.robot_url,
+    robot_secret: r.robot_secret,
+    lang: r.lang,
+    active: r.active,
+    unsubscribed: r.unsubscribed,
+    disabled_reason: r.disabled_reason,
+    quiet_from: r.quiet_from,
+    quiet_to: r.quiet_to,
+    owned: r.owned,
+    deferred: r.deferred,
+    notifications: [],
+  };
+}
+
+/**
+ * Takes the due messages among `ids` for this attempt; messages sent, dead, not due or held
+ * elsewhere are left out. Those whose first attempt `jobId` owns are only read; the others are
+ * claimed (`claimed_until`), and an open message that is due stops collecting here (it becomes
+ * pending). A message whose first attempt another job owns is never claimed: that job may be
+ * sending it right now (the sweeper hands a lost job's messages back first). An owned message's
+ * notifications come with it; a claimed message's are read by a second statement: a check that
+ * was adding one to it holds its row lock, which the claim waits for, and only a statement begun
+ * after that wait sees what the check wrote.
+ */
+export async function claimMessages(
+  ctx: PipelineContext,
+  ids: readonly string[],
+  jobId: string | undefined,
+): Promise<Outgoing[]> {
+  const taken = await queryPrepared<TakenRow>(ctx.db, takeMessages(ids, jobId));
+  if (taken.length === 0) return [];
+  const claimed = new Map<string, Outgoing>();
+  const rows: CarriedOnce[] = [];
+  for (const r of taken) {
+    if (!claimed.has(r.id)) claimed.set(r.id, messageOfRow(r));
+    if (r.n_id !== null) {
+      rows.push({
+        id: r.n_id,
+        message_id: r.id,
+        event_type: r.n_event_type!,
+        warning_id: r.n_warning_id!,
+        place_id: r.n_place_id!,
+        event_id: r.n_event_id!,
+        record: r.n_record,
+        supersedes: r.n_supersedes,
+        attributions: r.n_attributions,
+        detected_at: r.n_detected_at!,
+        place_name: r.n_place_name,
+        place_tz: r.n_place_tz,
+      });
+    }
+  }
+  // A job's messages mostly carry notifications of one event: its record (a kilobyte or two of
+  // JSON) is sent and parsed once, on the first of them, and given to the others here.
+  const locked = [...claimed.values()].filter((m) => !m.owned).map((m) => m.id);
+  if (locked.length > 0) {
+    rows.push(...(await queryPrepared<CarriedOnce>(ctx.db, carriedNotifications(locked))));
+  }
+  const events = new Map<
+    string,
+    Pick<CarriedNotification, 'record' | 'supersedes' | 'attributions'>
+  >();
+  for (const row of rows) {
+    if (row.record !== null) {
+      events.set(row.event_id, {
+        record: row.record,
+        supersedes: row.supersedes ?? [],
+        attributions: row.attributions,
+      });
+    }
+  }
+  for (const row of rows) {
+    const event = events.get(row.event_id);
+    // Every event has a first row; without one the statement above is wrong, not the data.
+    if (!event) throw new Error(`claim: no record returned for event ${row.event_id}`);
+    claimed.get(row.message_id)?.notifications.push({ ...row, ...event });
+  }
+  return [...claimed.values()];
+}
