@@ -6,27 +6,21 @@
  * `postOnce` (src/channels/outbound.ts), with no signal at all.
  */
 export interface Deadline {
+  /** Aborted only by the time running out, with a TimeoutError. */
   readonly signal: AbortSignal;
-  /** True once the time ran out (the signal fired on its own). */
-  readonly expired: boolean;
   /** Stands the deadline down; call it once the work is over, whatever its outcome. */
   clear(): void;
 }
 
 export function startDeadline(ms: number): Deadline {
   const controller = new AbortController();
-  let expired = false;
   const timer = setTimeout(() => {
-    expired = true;
     controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
   }, ms);
   // A pending deadline alone never keeps the process alive.
   timer.unref();
   return {
     signal: controller.signal,
-    get expired() {
-      return expired;
-    },
     clear: () => clearTimeout(timer),
   };
 }
