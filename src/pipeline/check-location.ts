@@ -7,13 +7,12 @@ import {
   type DetectSettings,
   type DetectResult,
   type FetchOutcome,
-  type TrackedWarning,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { placeBookkeeping, quietChecksFor } from './quiet-check.js';
+import { placeBookkeeping, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
@@ -130,12 +129,6 @@ async function writeDetection(
   });
 }
 
-/** The place's row version (`xmin`) and the warnings tracked there, as one read saw them. */
-export interface PlaceRead {
-  version: string;
-  tracked: TrackedWarning[];
-}
-
 /**
  * Most checks change nothing: the answer holds the warnings already stored, or the call failed.
  * Such a check reads the place and its tracked warnings without a lock, and writes its
@@ -156,7 +149,7 @@ async function applyQuietCheck(
     now: Date;
     settings: DetectSettings;
   },
-): Promise<{ outcome: CheckOutcome } | { read: PlaceRead | null }> {
+): Promise<{ outcome: CheckOutcome } | { read: UnlockedRead | null }> {
   const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
   const checks = quietChecksFor(ctx, 'places');
   const place = await checks.read(placeId, new Date(now.getTime() - settings.reappearWindowMs));

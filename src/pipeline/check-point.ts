@@ -37,7 +37,12 @@ import {
   type NewNotification,
 } from './notification-ledger.js';
 import { adoptV7Warnings } from './handover.js';
-import { placeBookkeeping, pointAnswerBookkeeping, quietChecksFor } from './quiet-check.js';
+import {
+  placeBookkeeping,
+  pointAnswerBookkeeping,
+  quietChecksFor,
+  type UnlockedRead,
+} from './quiet-check.js';
 import { readTracked, toTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
 
 /**
@@ -66,6 +71,7 @@ export type CheckPointPayload = z.infer<typeof checkPointPayload>;
 const OPERATION = 'weatherAlert';
 
 interface PointRow {
+  version: string;
   last_cycle_id: string | null;
   last_fetched_at: Date | null;
   last_tag: string | null;
@@ -283,7 +289,8 @@ export class InvalidPointError extends Error {
  * the point row is still the version it read. Every check that writes a point's warnings also
  * updates its row, the adoption of v7's warnings included, so a check in between sends this one
  * down the locked path. So does a point without a row yet, one that has not adopted v7's
- * warnings, and any other answer: null.
+ * warnings, and any other answer: `read`, with what this read saw when the locked path may use
+ * it (its row version and tracked warnings), else null.
  */
 async function applyQuietPointCheck(
   ctx: PipelineContext,
@@ -296,11 +303,11 @@ async function applyQuietPointCheck(
     now: Date;
     windowStart: Date;
   },
-): Promise<{ outcome: CheckOutcome; unchangedTag: boolean } | null> {
+): Promise<{ outcome: CheckOutcome; unchangedTag: boolean } | { read: UnlockedRead | null }> {
   const { cycleId, point, fetch, answer, fetchStartedAt, now } = input;
   const checks = quietChecksFor(ctx, 'alert_points');
   const row = await checks.read(point.key, input.windowStart);
-  if (!row) return null;
+  if (!row) return { read: null };
   const result = emptyOutcome(fetch.ok);
   if (row.last_cycle_id === cycleId) {
     return { outcome: { ...result, applied: false }, unchangedTag: false };
@@ -308,13 +315,13 @@ async function applyQuietPointCheck(
   const apply = fetch.ok && !isStale(row.last_fetched_at, fetchStartedAt);
   let seen: string[] = [];
   if (apply) {
-    if (!row.v7_adopted_at) return null;
+    if (!row.v7_adopted_at) return { read: null };
     const tracked = (row.tracked ?? []).map(toTracked);
     const unchangedTag =
       answer.tag !== null &&
       answer.tag === row.last_tag &&
       !tracked.some((t) => t.state === 'open' && t.misses > 0);
-    if (!unchangedTag) return null;
+    if (!unchangedTag) return { read: { version: row.version, tracked } };
     seen = continueHandedOver(tracked, fetch.warnings).map((w) => w.id);
   }
   const applied = await checks.write({
@@ -327,7 +334,7 @@ async function applyQuietPointCheck(
     seen,
     answer: apply ? answer : null,
   });
-  return applied ? { outcome: result, unchangedTag: apply } : null;
+  return applied ? { outcome: result, unchangedTag: apply } : { read: null };
 }
 
 /**
@@ -381,9 +388,10 @@ export async function runCheckPoint(
     now,
     windowStart,
   });
-  if (quiet) unchangedTag = quiet.unchangedTag;
+  const unlocked = 'read' in quiet ? quiet.read : null;
+  if ('outcome' in quiet) unchangedTag = quiet.unchangedTag;
   const outcome =
-    quiet?.outcome ??
+    ('outcome' in quiet ? quiet.outcome : null) ??
     (await ctx.db.transaction(async (tx) => {
       // The poll creates the row; a check enqueued by an older cycle may find none yet.
       await tx.execute(sql`
@@ -392,8 +400,8 @@ export async function runCheckPoint(
       // Serializes checks of one point across processes and cycles.
       const [row] = await queryRows<PointRow>(
         tx,
-        sql`SELECT last_cycle_id, last_fetched_at, last_tag, v7_adopted_at FROM alert_points
-          WHERE id = ${point.key} FOR UPDATE`,
+        sql`SELECT xmin::text AS version, last_cycle_id, last_fetched_at, last_tag, v7_adopted_at
+          FROM alert_points WHERE id = ${point.key} FOR UPDATE`,
       );
       const result = emptyOutcome(fetch.ok);
       if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
@@ -411,7 +419,13 @@ export async function runCheckPoint(
             now,
           );
         }
-        const tracked = await readTracked(tx, point.key, windowStart);
+        // Every check that writes a point's warnings updates its row in the same transaction,
+        // so the same row version means the same tracked warnings as the unlocked read saw (as
+        // in runCheck). An adoption has just written warnings that read did not see.
+        const tracked =
+          !adopting && unlocked && row && unlocked.version === row.version
+            ? unlocked.tracked
+            : await readTracked(tx, point.key, windowStart);
         // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
         const alerts = continueHandedOver(tracked, fetch.warnings);
         // The same tag means the same alerts as the last applied answer: nothing to diff. Unless

@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { PipelineContext } from './context.js';
 import { GroupCommit } from './group-commit.js';
+import type { TrackedWarning } from '../domain/detect.js';
 import type { WarningRow } from './warning-store.js';
 
 /**
@@ -55,6 +56,17 @@ export interface CheckedRow {
   last_tag?: string | null;
   /** alert_points only: when the point took over v7's open warnings; null until then. */
   v7_adopted_at?: Date | null;
+}
+
+/**
+ * What a check's unlocked read saw: the row's version (`xmin`) and its tracked warnings. A check
+ * that goes on to take the lock and finds the same version uses it instead of reading again:
+ * every check that writes a place's or point's warnings updates its row in the same
+ * transaction.
+ */
+export interface UnlockedRead {
+  version: string;
+  tracked: TrackedWarning[];
 }
 
 /**

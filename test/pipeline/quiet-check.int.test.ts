@@ -8,7 +8,7 @@ import { QuietChecks } from '../../src/pipeline/quiet-check.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
-import { waitForLockWait } from '../support/db.js';
+import { waitForLockWait, writeBeforeFirstTransaction } from '../support/db.js';
 import { newCycle, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
@@ -61,33 +61,20 @@ describe('quiet checks and cycle counters', () => {
     expect(missed).toEqual({ misses: 1, state: 'open' });
 
     const started = new Date();
-    let interleaved = false;
-    const db = new Proxy(rt.ctx.db, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target) as unknown;
-        if (typeof value !== 'function') return value;
-        const method = value as (...a: unknown[]) => unknown;
-        if (name !== 'transaction') return method.bind(target);
-        return async (...args: unknown[]) => {
-          if (!interleaved) {
-            interleaved = true;
-            // The earlier answer's check: seen again, its fetch older than this check's.
-            await h.database.db.execute(
-              sql`UPDATE warnings SET misses = 0, last_seen = now() WHERE place_id = ${place}`,
-            );
-            await h.database.db.execute(sql`
-              UPDATE places SET last_fetched_at = ${new Date(started.getTime() - 1000)}
-              WHERE id = ${place}`);
-          }
-          return method.apply(target, args);
-        };
-      },
+    // The earlier answer's check: seen again, its fetch older than this check's.
+    const { db, interleaved } = writeBeforeFirstTransaction(rt.ctx.db, async () => {
+      await h.database.db.execute(
+        sql`UPDATE warnings SET misses = 0, last_seen = now() WHERE place_id = ${place}`,
+      );
+      await h.database.db.execute(sql`
+        UPDATE places SET last_fetched_at = ${new Date(started.getTime() - 1000)}
+        WHERE id = ${place}`);
     });
     const outcome = await runCheck(
       { ...rt.ctx, db },
       { cycleId: await newCycle(h.database.db), placeId: place },
     );
-    expect(interleaved).toBe(true);
+    expect(interleaved()).toBe(true);
     expect(outcome.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
     const [after] = await queryRows<{ misses: number; state: string }>(
       h.database.db,

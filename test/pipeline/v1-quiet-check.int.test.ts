@@ -6,7 +6,7 @@ import { withTimeout } from '../../src/ops/with-timeout.js';
 import { runCheckPoint } from '../../src/pipeline/check-point.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v1Alert } from '../../src/simulator/index.js';
-import { waitForLockWait } from '../support/db.js';
+import { waitForLockWait, writeBeforeFirstTransaction } from '../support/db.js';
 import { newCycle } from '../support/pipeline.js';
 import { startV1Harness, type V1Harness } from './v1-harness.js';
 
@@ -115,5 +115,47 @@ describe('quiet v1 point checks', () => {
     });
     expect(changed.events.update).toBe(1);
     expect(changed.deliveries).toBe(1);
+  });
+
+  it('reads the tracked alerts again under the lock when another check wrote after its unlocked read', async () => {
+    // An alert missed once; this check misses it again, which would end it (two misses).
+    // Between the check's unlocked read and its lock, a check of an earlier answer that still
+    // had the alert records it as seen. Reusing the unlocked read would end the alert on a
+    // stale miss count: a false all-clear.
+    const point = '30.57,104.07';
+    await v.addPlace('101270101', '成都', 30.57, 104.07);
+    await v.subscribe({ webhookPath: '/cd' }, [{ place: '101270101', points: [point] }]);
+    v.sim.setAlerts([
+      v1Alert({
+        area: { lat: 30.57, lon: 104.07, radiusKm: 5 },
+        id: 'V1STALE001',
+        typeCode: '1003',
+        level: '黄色',
+      }),
+    ]);
+    const check = (ctx = rt.ctx) =>
+      newCycle(v.h.database.db).then((cycleId) => runCheckPoint(ctx, { cycleId, pointId: point }));
+    expect((await check()).events.new).toBe(1);
+    v.sim.setAlerts([]);
+    expect((await check()).applied).toBe(true);
+    const tracked = sql`SELECT misses, state FROM warnings WHERE place_id = ${point}`;
+    expect(await queryRows(v.h.database.db, tracked)).toEqual([{ misses: 1, state: 'open' }]);
+
+    const started = new Date();
+    // The earlier answer's check: the alert seen again, that answer's tag applied, its fetch
+    // older than this check's.
+    const { db, interleaved } = writeBeforeFirstTransaction(rt.ctx.db, async () => {
+      await v.h.database.db.execute(
+        sql`UPDATE warnings SET misses = 0, last_seen = now() WHERE place_id = ${point}`,
+      );
+      await v.h.database.db.execute(sql`
+        UPDATE alert_points SET last_tag = 'an answer with the alert',
+          last_fetched_at = ${new Date(started.getTime() - 1000)}
+        WHERE id = ${point}`);
+    });
+    const outcome = await check({ ...rt.ctx, db });
+    expect(interleaved()).toBe(true);
+    expect(outcome.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(await queryRows(v.h.database.db, tracked)).toEqual([{ misses: 1, state: 'open' }]);
   });
 });

@@ -111,3 +111,31 @@ export async function applyMigrations(
     }
   }
 }
+
+/**
+ * `db`, except that `write` runs once, just before its first transaction begins: another
+ * session's commit between a check's unlocked read and its locked one. `interleaved()` says
+ * whether it ran.
+ */
+export function writeBeforeFirstTransaction<T extends object>(
+  db: T,
+  write: () => Promise<void>,
+): { db: T; interleaved: () => boolean } {
+  let interleaved = false;
+  const proxy = new Proxy(db, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target) as unknown;
+      if (typeof value !== 'function') return value;
+      const method = value as (...a: unknown[]) => unknown;
+      if (name !== 'transaction') return method.bind(target);
+      return async (...args: unknown[]) => {
+        if (!interleaved) {
+          interleaved = true;
+          await write();
+        }
+        return method.apply(target, args);
+      };
+    },
+  });
+  return { db: proxy, interleaved: () => interleaved };
+}
