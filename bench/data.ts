@@ -4,6 +4,7 @@ import { queryRows, type Db } from '../src/db/client.js';
 import type { EventType } from '../src/domain/detect.js';
 import type { SubscriptionFilter } from '../src/domain/filters.js';
 import type { KnownLevel } from '../src/domain/warning.js';
+import { subscriptionPointKeys } from '../src/domain/points.js';
 import type { PlaceRow } from '../src/simulator/index.js';
 import { v7Warning, type V7WarningRecord } from '../src/simulator/index.js';
 
@@ -76,6 +77,36 @@ export interface BenchData {
   readonly watchers: ReadonlyMap<string, readonly number[]>;
   readonly subscriptionCount: number;
   readonly subscriptionsByChannel: { email: number; webhook: number };
+}
+
+/**
+ * The source of warnings a bench pipeline polls: v7's list and one call per listed place, or
+ * v1's alerts at every watched point (QWEATHER_ALERT_SOURCE=v1).
+ */
+export type BenchSource = 'v7' | 'v1';
+
+/**
+ * Who is owed a warning checked at each key: by place for v7; by point for v1, where a
+ * subscriber watching several places at one point is told once (src/pipeline/check-point.ts).
+ * The points are the poll's own (`subscriptionPointKeys`: the bench's subscriptions store
+ * none, so each watches its place's coordinates).
+ */
+export function watchersByCheck(
+  data: BenchData,
+  source: BenchSource,
+): ReadonlyMap<string, readonly number[]> {
+  if (source === 'v7') return data.watchers;
+  const byPoint = new Map<string, Set<number>>();
+  for (const place of data.places) {
+    const watching = data.watchers.get(place.id) ?? [];
+    if (watching.length === 0) continue;
+    for (const key of subscriptionPointKeys(place, null)) {
+      const set = byPoint.get(key) ?? new Set<number>();
+      for (const s of watching) set.add(s);
+      byPoint.set(key, set);
+    }
+  }
+  return new Map([...byPoint].map(([key, set]) => [key, [...set]]));
 }
 
 /** Most people take every warning; some only the serious ones or only some event kinds. */

@@ -11,7 +11,7 @@ import { createScratchDatabase, type ScratchDatabase } from '../src/db/scratch.j
 import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/pipeline/runtime.js';
 import { deletePrefixKeys } from '../src/pipeline/queues.js';
-import { insertData, type BenchData } from './data.js';
+import { insertData, type BenchData, type BenchSource } from './data.js';
 import { exited, forkTs, nextMessage } from './procs.js';
 import { BENCH_SESSION_NAME } from './stats.js';
 
@@ -49,6 +49,8 @@ export interface PipelineOptions {
   logLevel: string;
   checkConcurrency?: string | undefined;
   deliveryConcurrency?: string | undefined;
+  /** v7 runs as the default configuration does (auto, which polls v7 until it is retired). */
+  source: BenchSource;
   data: BenchData;
   /** Leave the database behind (its URL is said). */
   keep: boolean;
@@ -72,6 +74,7 @@ export async function openPipeline(o: PipelineOptions): Promise<BenchPipeline> {
     TZ: 'UTC',
     ...(o.checkConcurrency ? { CHECK_CONCURRENCY: o.checkConcurrency } : {}),
     ...(o.deliveryConcurrency ? { DELIVERY_CONCURRENCY: o.deliveryConcurrency } : {}),
+    ...(o.source === 'v1' ? { QWEATHER_ALERT_SOURCE: 'v1' } : {}),
   };
   const config = loadConfig(env);
   const stats = new pg.Client({

@@ -1,3 +1,4 @@
+import type { BenchSource } from './data.js';
 import type { Limit, Limits } from './limits.js';
 import { peerRows, type PeerResult } from './peer-alertmanager.js';
 import type { ScenarioResult } from './scenario.js';
@@ -17,6 +18,8 @@ export interface BenchReport {
     redis: string;
   };
   settings: {
+    /** What the workers polled: v7's list and places, or v1's points. */
+    source: BenchSource;
     workerProcesses: number;
     checkConcurrency: number;
     deliveryConcurrency: number;
@@ -171,12 +174,15 @@ const rowsTarget = (name: string, rows: number): Target =>
 export function judgeTargets(run: {
   scenarios: readonly ScenarioResult[];
   workerPeakRssMb: readonly number[];
-  /** Places of the bench data: the quiet cycle's calls are 1 + this. */
-  places: number;
+  /**
+   * The quiet cycle's calls, by operation: v7 lists once and calls for every place, v1 calls for
+   * every watched point.
+   */
+  quietCalls: { warningList: number; warningNow: number } | { weatherAlert: number };
   peer?: PeerResult | undefined;
   webhookStorm?: ScenarioResult | undefined;
 }): Target[] {
-  const { scenarios, workerPeakRssMb, places, peer, webhookStorm } = run;
+  const { scenarios, workerPeakRssMb, quietCalls, peer, webhookStorm } = run;
   const storm = scenarios.find((s) => s.name === 'storm');
   const quiet = scenarios.find((s) => s.name === 'quiet');
   const targets: Target[] = [];
@@ -228,11 +234,17 @@ export function judgeTargets(run: {
       target('quiet cycle', '< 5 s', quiet.wallSeconds, 's', 2, quiet.wallSeconds < 5),
       target(
         'quiet upstream calls',
-        `1 + ${places}`,
+        'weatherAlert' in quietCalls
+          ? `${quietCalls.weatherAlert} points`
+          : `${quietCalls.warningList} + ${quietCalls.warningNow}`,
         quiet.upstreamCalls.total,
         'calls',
         0,
-        quiet.upstreamCalls.warningList === 1 && quiet.upstreamCalls.warningNow === places,
+        'weatherAlert' in quietCalls
+          ? quiet.upstreamCalls.weatherAlert === quietCalls.weatherAlert &&
+              quiet.upstreamCalls.total === quietCalls.weatherAlert
+          : quiet.upstreamCalls.warningList === quietCalls.warningList &&
+              quiet.upstreamCalls.warningNow === quietCalls.warningNow,
       ),
       target(
         'quiet writes: cycle + last-seen only',
@@ -312,11 +324,25 @@ function scenarioRows(report: BenchReport): Row[] {
   return [
     { label: 'wall: list call → last first attempt (s)', cells: each((r) => n2(r.wallSeconds)) },
     { label: 'checks done after (s)', cells: each((r) => n2(r.checksSeconds)) },
-    { label: 'listed / checked', cells: each((r) => `${n0(r.listed)} / ${n0(r.checked)}`) },
-    {
-      label: 'upstream calls (list + now)',
-      cells: each((r) => `${r.upstreamCalls.warningList} + ${n0(r.upstreamCalls.warningNow)}`),
-    },
+    ...(report.settings.source === 'v1'
+      ? [
+          {
+            label: 'points checked / upstream calls (alerts at a point)',
+            cells: each((r) => `${n0(r.checked)} / ${n0(r.upstreamCalls.weatherAlert)}`),
+          },
+        ]
+      : [
+          {
+            label: 'listed / checked',
+            cells: each((r) => `${n0(r.listed)} / ${n0(r.checked)}`),
+          },
+          {
+            label: 'upstream calls (list + now)',
+            cells: each(
+              (r) => `${r.upstreamCalls.warningList} + ${n0(r.upstreamCalls.warningNow)}`,
+            ),
+          },
+        ]),
     {
       label: 'events new / update / cancel / expired',
       cells: each(
@@ -478,7 +504,8 @@ function targetRows(targets: readonly Target[]): Row[] {
 function settingsLine(r: BenchReport): string {
   const s = r.settings;
   return (
-    `${r.mode} run, ${r.startedAt}: ${n0(s.places)} places, ${n0(s.subscribers)} subscribers, ` +
+    `${r.mode} run${s.source === 'v1' ? ' (v1 source)' : ''}, ${r.startedAt}: ` +
+    `${n0(s.places)} places, ${n0(s.subscribers)} subscribers, ` +
     `${n0(s.subscriptions)} subscriptions (${n0(s.subscriptionsByChannel.webhook)} webhook, ` +
     `${n0(s.subscriptionsByChannel.email)} email); ${s.workerProcesses} worker processes ` +
     `(check concurrency ${s.checkConcurrency}, delivery concurrency ${s.deliveryConcurrency}); ` +

@@ -11,8 +11,10 @@ import {
   QUICK_SIZE,
   generateData,
   scenarioStates,
+  watchersByCheck,
   webhookSubscribersOnly,
   type BenchData,
+  type BenchSource,
 } from './data.js';
 import { FULL_LIMIT_SIZES, QUICK_LIMIT_SIZES, measureLimits } from './limits.js';
 import { openPipeline, type BenchPipeline } from './pipeline.js';
@@ -26,7 +28,7 @@ import {
   targetSeries,
   type BenchReport,
 } from './report.js';
-import { runScenario, type ScenarioResult } from './scenario.js';
+import { adoptV1Points, runScenario, type ScenarioResult } from './scenario.js';
 import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
 /**
@@ -35,8 +37,8 @@ import { startBenchReceiver, startBenchSmtp } from './sinks.js';
  * with this machine's limits measured in the same run. See BENCHMARKS.md.
  */
 
-const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--workers N]
-       [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
+const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--source v7|v1]
+       [--workers N] [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
        [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--keep]`;
 
 const { values: args } = parseArgs({
@@ -44,6 +46,7 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     runs: { type: 'string', default: '1' },
     peer: { type: 'string' },
+    source: { type: 'string', default: 'v7' },
     workers: { type: 'string', default: '2' },
     out: { type: 'string' },
     'no-md': { type: 'boolean', default: false },
@@ -73,11 +76,16 @@ if (!Number.isInteger(runs) || runs < 1 || runs > 10) throw new Error(`--runs: $
 if (args.peer !== undefined && args.peer !== 'alertmanager') {
   throw new Error(`--peer: ${args.peer} (the one peer measured is alertmanager)`);
 }
+if (args.source !== 'v7' && args.source !== 'v1') {
+  throw new Error(`--source: ${args.source} (v7, the default, or v1)`);
+}
+const source: BenchSource = args.source;
+// The latest full run of each source has a file of its own; BENCHMARKS.md's table is v7's.
 const outFile = resolve(
   args.out ??
     (quick
-      ? join(os.tmpdir(), 'qwn-bench-quick.json')
-      : join(REPO_ROOT, 'bench/results/latest.json')),
+      ? join(os.tmpdir(), `qwn-bench-quick${source === 'v1' ? '-v1' : ''}.json`)
+      : join(REPO_ROOT, `bench/results/latest${source === 'v1' ? '-v1' : ''}.json`)),
 );
 const say = (line: string) => console.error(`bench: ${line}`);
 
@@ -129,6 +137,7 @@ async function runOnce(): Promise<BenchReport> {
       logLevel: args['log-level'],
       checkConcurrency: args['check-concurrency'],
       deliveryConcurrency: args['delivery-concurrency'],
+      source,
       data,
       keep: args.keep,
       say,
@@ -192,11 +201,17 @@ async function runOnce(): Promise<BenchReport> {
       receiver,
       smtp,
       data: d,
+      source,
+      watchers: watchersByCheck(d, source),
       subscriberIds: pipeline.subscriberIds,
       workerPids: pids,
       // Quick runs share the machine with the other test files in CI: a slow cycle is not a failure.
       timeoutMs: quick ? 150_000 : 20 * 60_000,
     });
+    if (source === 'v1') {
+      say('v1: a cycle without alerts, so that every point has taken over from v7');
+      await adoptV1Points(envOf(main, data, workerPids));
+    }
     const scenarios: ScenarioResult[] = [];
     for (const name of ['storm', 'escalation', 'quiet'] as const) {
       say(`${name} cycle`);
@@ -235,6 +250,7 @@ async function runOnce(): Promise<BenchReport> {
           nodeArgs: [],
           logName: 'webhook-worker',
         });
+        if (source === 'v1') await adoptV1Points(envOf(again, webhookData, pids));
         webhookStorm = await runScenario(
           envOf(again, webhookData, pids),
           'storm',
@@ -257,6 +273,7 @@ async function runOnce(): Promise<BenchReport> {
         ...versionsOf,
       },
       settings: {
+        source,
         workerProcesses: workerCount,
         checkConcurrency: main.config.checkConcurrency,
         deliveryConcurrency: main.config.deliveryConcurrency,
@@ -272,7 +289,10 @@ async function runOnce(): Promise<BenchReport> {
       targets: judgeTargets({
         scenarios,
         workerPeakRssMb,
-        places: data.places.length,
+        quietCalls:
+          source === 'v1'
+            ? { weatherAlert: watchersByCheck(data, 'v1').size }
+            : { warningList: 1, warningNow: data.places.length },
         peer,
         webhookStorm,
       }),
@@ -316,7 +336,7 @@ async function main(): Promise<number> {
   mkdirSync(dirname(outFile), { recursive: true });
   await writeFile(outFile, `${JSON.stringify(report, null, 2)}\n`);
   say(`report written to ${outFile}`);
-  if (!quick && !args['no-md']) {
+  if (!quick && !args['no-md'] && source === 'v7') {
     await updateBenchmarksMd(formatMarkdown(report));
     say('BENCHMARKS.md updated');
   }

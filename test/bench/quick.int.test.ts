@@ -9,31 +9,43 @@ import type { BenchReport } from '../../bench/report.js';
 const exec = promisify(execFile);
 
 /**
+ * Runs `npm run bench -- --quick` with `extra` once, before the tests of the block that calls
+ * it, and removes its report after them.
+ */
+function useQuickBench(extra: readonly string[]): {
+  result: () => { report: BenchReport; stdout: string };
+} {
+  let dir: string | undefined;
+  let result: { report: BenchReport; stdout: string } | undefined;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-test-'));
+    const out = join(dir, 'report.json');
+    const args = ['run', '--silent', 'bench', '--', '--quick', ...extra, '--out', out];
+    const run = await exec('npm', args, { timeout: 400_000, maxBuffer: 10 * 1024 * 1024 });
+    result = { report: JSON.parse(await readFile(out, 'utf8')) as BenchReport, stdout: run.stdout };
+  }, 420_000);
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    result: () => {
+      if (!result) throw new Error('useQuickBench: read before its beforeAll ran');
+      return result;
+    },
+  };
+}
+
+/**
  * `npm run bench -- --quick` end to end: the real pipeline at a small size. Timings on a CI
  * machine say little, so only the correctness half of the report is asserted: every owed
  * notification delivered exactly once, the quiet cycle writing nothing but its own record and
  * last-seen times, and counts that add up.
  */
 describe('npm run bench -- --quick', () => {
-  let dir: string;
   let report: BenchReport;
   let stdout: string;
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-test-'));
-    const out = join(dir, 'report.json');
-    const args = ['run', '--silent', 'bench', '--', '--quick', '--peer', 'alertmanager'];
-    const result = await exec('npm', [...args, '--out', out], {
-      timeout: 400_000,
-      maxBuffer: 10 * 1024 * 1024,
-    });
-    stdout = result.stdout;
-    report = JSON.parse(await readFile(out, 'utf8')) as BenchReport;
-  }, 420_000);
-
-  afterAll(async () => {
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const bench = useQuickBench(['--peer', 'alertmanager']);
+  beforeAll(() => ({ report, stdout } = bench.result()));
 
   it('prints the table and writes a report that passes its own correctness checks', () => {
     expect(stdout).toContain('wall: list call → last first attempt (s)');
@@ -235,5 +247,39 @@ describe('npm run bench -- --quick', () => {
     expect(versus.measured).toBeCloseTo(ours / peer.cpuMsPerNotification, 9);
     expect(versus.met).toBe(versus.measured < 1);
     expect(stdout).toContain('Alertmanager');
+  });
+});
+
+/**
+ * `npm run bench -- --quick --source v1`: the same storm polled through Weather Alert v1, where
+ * every watched point is checked every cycle and an alert may be reported at several points a
+ * subscriber watches (told once).
+ */
+describe('npm run bench -- --quick --source v1', () => {
+  let report: BenchReport;
+  let stdout: string;
+  const bench = useQuickBench(['--source', 'v1']);
+  beforeAll(() => ({ report, stdout } = bench.result()));
+
+  it('delivers every owed notification once, and checks every watched point once a cycle', () => {
+    expect(report.settings.source).toBe('v1');
+    expect(stdout).toContain('(v1 source)');
+    expect(report.correct).toBe(true);
+    const points = report.targets.find((t) => t.name === 'quiet upstream calls')!;
+    expect(points.met).toBe(true);
+    for (const s of report.scenarios) {
+      expect(s.correctness.problems).toEqual([]);
+      expect(s.events).toEqual(s.expectedEvents);
+      expect(s.upstreamCalls.warningList + s.upstreamCalls.warningNow).toBe(0);
+      expect(s.upstreamCalls.weatherAlert).toBe(s.checked);
+      expect(s.upstreamCalls.total).toBe(s.checked);
+      expect(s.checked).toBe(report.scenarios[0]!.checked);
+      const sent = s.channels.webhook.sent + s.channels.email.sent;
+      expect(sent).toBe(s.correctness.expectedDeliveries);
+    }
+    const [storm, , quiet] = report.scenarios;
+    expect(storm!.channels.webhook.sent).toBeGreaterThan(0);
+    expect(quiet!.rowsWritten.byTable.alert_points!.upd).toBe(quiet!.checked);
+    expect(quiet!.rowsWritten.byTable.places).toBeUndefined();
   });
 });
