@@ -347,6 +347,9 @@ export const events = pgTable(
     index('events_cycle_idx').on(t.cycleId),
     // Retention finds old events by age (src/pipeline/retention.ts).
     index('events_detected_idx').on(t.detectedAt),
+    // A v1 check asks whether another point reported its alerts this cycle (`reportedElsewhere`,
+    // src/pipeline/check-point.ts): by cycle alone, it read every event of the cycle so far.
+    index('events_warning_idx').on(t.warningId),
     check('events_type', sql`${t.type} IN (${EVENT_SQL})`),
   ],
 );

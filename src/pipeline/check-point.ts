@@ -105,7 +105,7 @@ const lockAlert = (tx: Tx, alertId: string) =>
 /**
  * The statement of `subscriptionsAt`: the active subscriptions that may watch `point`, through
  * stored points or their place's coordinates. Exported for the test that holds it to index
- * lookups (test/db/point-subscriptions-plan.int.test.ts).
+ * lookups (test/db/v1-check-plans.int.test.ts).
  */
 export function subscriptionsNear(point: Point): SQL {
   // Each way of watching the point is found through its own index: written as one OR across
@@ -190,6 +190,21 @@ async function statesElsewhere(
 }
 
 /**
+ * The events of `alertIds` that cycle `cycleId` has written at points other than `pointKey`:
+ * those alerts are not news for the cycle's counters. Exported for the test that holds it to
+ * the alerts' own rows (test/db/v1-check-plans.int.test.ts).
+ */
+export function reportedElsewhere(
+  cycleId: string,
+  pointKey: string,
+  alertIds: readonly string[],
+): SQL {
+  return sql`SELECT DISTINCT warning_id, type FROM events
+    WHERE cycle_id = ${cycleId} AND place_id <> ${pointKey}
+      AND warning_id = ANY(${sql.param(alertIds)}::text[])`;
+}
+
+/**
  * Inserts this point's events and the delivery rows they owe. Returns the new delivery ids and
  * the events that are news for this cycle (the first report of an alert id and type in the
  * cycle, whichever point made it), which is what the cycle's counters count.
@@ -225,13 +240,15 @@ async function writePointEvents(
     .returning({ id: events.id, warningId: events.warningId, type: events.type });
   if (inserted.length === 0) return { created: NOTHING_INSERTED(), counted };
 
-  const reportedElsewhere = await queryRows<{ warning_id: string; type: EventType }>(
+  const elsewhere = await queryRows<{ warning_id: string; type: EventType }>(
     tx,
-    sql`SELECT DISTINCT warning_id, type FROM events
-        WHERE cycle_id = ${input.cycleId} AND place_id <> ${input.point.key}
-          AND warning_id = ANY(${sql.param(inserted.map((e) => e.warningId))}::text[])`,
+    reportedElsewhere(
+      input.cycleId,
+      input.point.key,
+      inserted.map((e) => e.warningId),
+    ),
   );
-  const already = new Set(reportedElsewhere.map((r) => `${r.type}\u0000${r.warning_id}`));
+  const already = new Set(elsewhere.map((r) => `${r.type}\u0000${r.warning_id}`));
 
   const subscriptions = await subscriptionsAt(tx, input.point, input.mode);
   const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));

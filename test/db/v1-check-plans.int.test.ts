@@ -1,9 +1,9 @@
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
 import { pointAt } from '../../src/domain/points.js';
-import { subscriptionsNear } from '../../src/pipeline/check-point.js';
+import { reportedElsewhere, subscriptionsNear } from '../../src/pipeline/check-point.js';
 import { useSqlClient } from '../support/db.js';
-import { scannedWhole, type PlanNode } from '../support/plans.js';
+import { accessPaths, scannedWhole, type PlanNode } from '../support/plans.js';
 
 interface BufferedNode extends PlanNode {
   'Shared Hit Blocks'?: number;
@@ -21,12 +21,13 @@ function nodesUsing(node: BufferedNode, index: string): BufferedNode[] {
  * and those whose place lies there. One OR across both tables read every subscription joined to
  * its place on each such check (16 ms for 100,000 subscriptions; a v1 storm's Postgres time
  * quadrupled); and the GIN index on stored points held a null entry for every subscription
- * without points in its pending list, which each lookup read whole until a vacuum.
+ * without points in its pending list, which each lookup read whole until a vacuum. It also asks
+ * whether other points reported its alerts this cycle, which by the cycle read all its events.
  */
-describe('the subscriptions at a v1 point', () => {
+describe("a v1 check's lookups", () => {
   const sqlClient = useSqlClient();
 
-  it('are found through indexes, never by reading every subscription', async () => {
+  it('find the subscriptions at a point through indexes, never by reading them all', async () => {
     const { client } = sqlClient;
     await client.query(`
       -- 3,000 places a tenth of a degree apart; 40 desks watching 500 of them each by the
@@ -70,5 +71,33 @@ describe('the subscriptions at a v1 point', () => {
     for (const node of lookups) {
       expect((node['Shared Hit Blocks'] ?? 0) + (node['Shared Read Blocks'] ?? 0)).toBeLessThan(5);
     }
+  });
+
+  it("look up an alert's other reports in the cycle by the alert, not the cycle", async () => {
+    const { client } = sqlClient;
+    // A v1 storm's cycle late on: 3,000 events written, one alert each, at 3,000 points.
+    const { rows: cycles } = await client.query<{ id: string }>(
+      `INSERT INTO poll_cycles (status) VALUES ('running') RETURNING id`,
+    );
+    const cycleId = cycles[0]!.id;
+    await client.query(
+      `INSERT INTO events (cycle_id, place_id, warning_id, type, record)
+         SELECT $1, '30.' || g || ',120.5', 'V1ALERT' || g, 'new', '{}'::jsonb
+         FROM generate_series(10, 3009) g`,
+      [cycleId],
+    );
+    await client.query('ANALYZE events');
+    const built = new PgDialect().sqlToQuery(
+      reportedElsewhere(cycleId, '31.5,120.5', ['V1ALERT11', 'V1ALERT12']),
+    );
+    const explained = await client.query<{ 'QUERY PLAN': [{ Plan: BufferedNode }] }>(
+      `EXPLAIN (FORMAT JSON) ${built.sql}`,
+      built.params,
+    );
+    expect(accessPaths(explained.rows[0]!['QUERY PLAN'][0].Plan, 'events')).toContain(
+      'events_warning_idx',
+    );
+    const found = await client.query<{ warning_id: string }>(built.sql, built.params);
+    expect(found.rows.map((r) => r.warning_id).sort()).toEqual(['V1ALERT11', 'V1ALERT12']);
   });
 });
