@@ -42,6 +42,9 @@ describe("a v1 check's lookups", () => {
         WHERE g % 6 = substring(s.name FROM 6)::int % 6;
       UPDATE subscriptions SET points = ARRAY['25.5,110.5']
         WHERE place_id = 'p0' AND subscriber_id = (SELECT id FROM subscribers WHERE name = 'desk 6');
+      -- And one that stores its own place's point: found both ways, listed once.
+      UPDATE subscriptions SET points = ARRAY['20.1,100.1']
+        WHERE place_id = 'p61' AND subscriber_id = (SELECT id FROM subscribers WHERE name = 'desk 7');
       ANALYZE places; ANALYZE subscribers; ANALYZE subscriptions;`);
 
     const explain = async (lat: number, lon: number) => {
