@@ -424,102 +424,111 @@ export async function runCheckPoint(
     now,
     windowStart,
   });
-  const unlocked = 'read' in quiet ? quiet.read : null;
   if ('outcome' in quiet) unchangedTag = quiet.unchangedTag;
   const outcome =
-    ('outcome' in quiet ? quiet.outcome : null) ??
-    (await ctx.db.transaction(async (tx) => {
-      // The poll creates the row; a check enqueued by an older cycle may find none yet.
-      await tx.execute(sql`
-      INSERT INTO alert_points (id, lat, lon) VALUES (${point.key}, ${point.lat}, ${point.lon})
-      ON CONFLICT (id) DO NOTHING`);
-      // Serializes checks of one point across processes and cycles.
-      const [row] = await queryRows<PointRow>(
-        tx,
-        sql`SELECT xmin::text AS version, last_cycle_id, last_fetched_at, last_tag, v7_adopted_at
-          FROM alert_points WHERE id = ${point.key} FOR UPDATE`,
-      );
-      const result = emptyOutcome(fetch.ok);
-      if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
-      const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
-
-      if (fetch.ok && apply) {
-        const adopting = row !== undefined && row.v7_adopted_at === null;
-        if (adopting) {
-          // The first applied v1 answer here: take over what v7 left open (src/pipeline/handover.ts).
-          const watching = await subscriptionsAt(tx, point, mode);
-          await adoptV7Warnings(
+    'outcome' in quiet
+      ? quiet.outcome
+      : await ctx.db.transaction(async (tx) => {
+          // The poll creates the row; a check enqueued by an older cycle may find none yet.
+          await tx.execute(sql`
+            INSERT INTO alert_points (id, lat, lon)
+            VALUES (${point.key}, ${point.lat}, ${point.lon})
+            ON CONFLICT (id) DO NOTHING`);
+          // Serializes checks of one point across processes and cycles.
+          const [row] = await queryRows<PointRow>(
             tx,
-            point,
-            watching.map((sub) => sub.place_id),
-            now,
+            sql`SELECT xmin::text AS version, last_cycle_id, last_fetched_at, last_tag,
+                  v7_adopted_at
+                FROM alert_points WHERE id = ${point.key} FOR UPDATE`,
           );
-        }
-        // Every check that writes a point's warnings updates its row in the same transaction,
-        // so the same row version means the same tracked warnings as the unlocked read saw (as
-        // in runCheck). An adoption has just written warnings that read did not see.
-        const tracked =
-          !adopting && unlocked && row && unlocked.version === row.version
-            ? unlocked.tracked
-            : await readTracked(tx, point.key, windowStart);
-        // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
-        const alerts = continueHandedOver(tracked, fetch.warnings);
-        // The same tag means the same alerts as the last applied answer: nothing to diff. Unless
-        // an alert is waiting for its end to be confirmed: each successful answer without it is
-        // one more miss, whatever the tag.
-        unchangedTag =
-          !adopting &&
-          answer.tag !== null &&
-          answer.tag === row?.last_tag &&
-          !tracked.some((t) => t.state === 'open' && t.misses > 0);
-        if (unchangedTag) {
-          await writeWarnings(tx, point.key, { seen: alerts.map((w) => w.id), changes: [] }, now);
-        } else {
-          const detected = detectChanges({
-            tracked,
-            fetch: { ok: true, warnings: alerts },
-            now,
-            settings,
-          });
-          const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
-          // Before any write: a check of another point reporting the same alert waits here, then
-          // sees what this one committed (the expiry rule reads other points' states).
-          for (const id of alertIds) await lockAlert(tx, id);
-          await writeWarnings(tx, point.key, detected, now);
-          const written = await writePointEvents(tx, {
-            cycleId,
-            point,
-            detected: detected.events,
-            attributions: answer.attributions,
-            now,
-            mode,
-          });
-          created = written.created;
-          result.deliveries = created.count;
-          result.events = written.counted;
-        }
-      }
+          const result = emptyOutcome(fetch.ok);
+          if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
+          const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
 
-      // What the quiet path writes too (src/pipeline/quiet-check.ts), said the same way.
-      await tx.execute(sql`
-        UPDATE alert_points c SET ${placeBookkeeping({
-          cycleId: sql`${cycleId}::uuid`,
-          fetchOk: sql`${fetch.ok}::boolean`,
-          fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
-          now: sql`${now}::timestamptz`,
-        })}, ${pointAnswerBookkeeping({
-          applied: sql`${apply}::boolean`,
-          tag: sql`${answer.tag}::text`,
-          attributions: sql`${sql.param(answer.attributions)}::text[]`,
-        })}
-        WHERE id = ${point.key}`);
-      if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
-        // As in runCheck: a check that wrote no events need not wait for its WAL flush. Losing
-        // such a commit in a database crash loses only bookkeeping; the next cycle checks again.
-        await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-      }
-      return result;
-    }));
+          if (fetch.ok && apply) {
+            const adopting = row !== undefined && row.v7_adopted_at === null;
+            if (adopting) {
+              // The first applied v1 answer here: take over what v7 left open
+              // (src/pipeline/handover.ts).
+              const watching = await subscriptionsAt(tx, point, mode);
+              await adoptV7Warnings(
+                tx,
+                point,
+                watching.map((sub) => sub.place_id),
+                now,
+              );
+            }
+            // Every check that writes a point's warnings updates its row in the same transaction,
+            // so the same row version means the same tracked warnings as the unlocked read saw (as
+            // in runCheck). An adoption has just written warnings that read did not see.
+            const tracked =
+              !adopting && quiet.read && row && quiet.read.version === row.version
+                ? quiet.read.tracked
+                : await readTracked(tx, point.key, windowStart);
+            // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
+            const alerts = continueHandedOver(tracked, fetch.warnings);
+            // The same tag means the same alerts as the last applied answer: nothing to diff.
+            // Unless an alert is waiting for its end to be confirmed: each successful answer
+            // without it is one more miss, whatever the tag.
+            unchangedTag =
+              !adopting &&
+              answer.tag !== null &&
+              answer.tag === row?.last_tag &&
+              !tracked.some((t) => t.state === 'open' && t.misses > 0);
+            if (unchangedTag) {
+              await writeWarnings(
+                tx,
+                point.key,
+                { seen: alerts.map((w) => w.id), changes: [] },
+                now,
+              );
+            } else {
+              const detected = detectChanges({
+                tracked,
+                fetch: { ok: true, warnings: alerts },
+                now,
+                settings,
+              });
+              const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
+              // Before any write: a check of another point reporting the same alert waits here,
+              // then sees what this one committed (the expiry rule reads other points' states).
+              for (const id of alertIds) await lockAlert(tx, id);
+              await writeWarnings(tx, point.key, detected, now);
+              const written = await writePointEvents(tx, {
+                cycleId,
+                point,
+                detected: detected.events,
+                attributions: answer.attributions,
+                now,
+                mode,
+              });
+              created = written.created;
+              result.deliveries = created.count;
+              result.events = written.counted;
+            }
+          }
+
+          // What the quiet path writes too (src/pipeline/quiet-check.ts), said the same way.
+          await tx.execute(sql`
+            UPDATE alert_points c SET ${placeBookkeeping({
+              cycleId: sql`${cycleId}::uuid`,
+              fetchOk: sql`${fetch.ok}::boolean`,
+              fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
+              now: sql`${now}::timestamptz`,
+            })}, ${pointAnswerBookkeeping({
+              applied: sql`${apply}::boolean`,
+              tag: sql`${answer.tag}::text`,
+              attributions: sql`${sql.param(answer.attributions)}::text[]`,
+            })}
+            WHERE id = ${point.key}`);
+          if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
+            // As in runCheck: a check that wrote no events need not wait for its WAL flush.
+            // Losing such a commit in a database crash loses only bookkeeping; the next cycle
+            // checks again.
+            await tx.execute(sql`SET LOCAL synchronous_commit = off`);
+          }
+          return result;
+        });
   if (outcome.applied) {
     // After the commit, as runCheck does: inside the transaction the cycle row's lock was held
     // up to COMMIT, and v1 checks every watched point every cycle.
