@@ -50,6 +50,9 @@ export const places = pgTable(
     check('places_name_present', sql`length(btrim(${t.name})) > 0`),
     check('places_lat_range', sql`${t.lat} IS NULL OR ${t.lat} BETWEEN -90 AND 90`),
     check('places_lon_range', sql`${t.lon} IS NULL OR ${t.lon} BETWEEN -180 AND 180`),
+    // The places at a v1 point (`subscriptionsNear`, src/pipeline/check-point.ts). Checks never
+    // change coordinates, so their bookkeeping updates stay HOT.
+    index('places_coordinates_idx').on(t.lat, t.lon),
   ],
 );
 

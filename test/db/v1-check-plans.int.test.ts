@@ -23,6 +23,7 @@ function nodesUsing(node: BufferedNode, index: string): BufferedNode[] {
  * quadrupled); and the GIN index on stored points held a null entry for every subscription
  * without points in its pending list, which each lookup read whole until a vacuum. It also asks
  * whether other points reported its alerts this cycle, which by the cycle read all its events.
+ * The places at the point were read whole too, for want of an index on their coordinates.
  */
 describe("a v1 check's lookups", () => {
   const sqlClient = useSqlClient();
@@ -64,6 +65,7 @@ describe("a v1 check's lookups", () => {
     const byPlace = await explain(20.1, 100.1);
     expect(byPlace.rows.filter((r) => r.place_id === 'p61')).toHaveLength(7);
     expect(scannedWhole(byPlace.plan)).not.toContain('subscriptions');
+    expect(scannedWhole(byPlace.plan)).not.toContain('places');
 
     // The stored point, found through the GIN index, which holds that one subscription only.
     const byPoint = await explain(25.5, 110.5);
