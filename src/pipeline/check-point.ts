@@ -1,12 +1,11 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryRows } from '../db/client.js';
-import { events } from '../db/schema.js';
+import { queryPrepared } from '../db/client.js';
 import {
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
   NO_EVENTS,
-  type DetectedEvent,
+  type DetectResult,
   type EventType,
   type FetchOutcome,
   type TrackedState,
@@ -43,7 +42,14 @@ import {
   quietChecksFor,
   type UnlockedRead,
 } from './quiet-check.js';
-import { readTracked, toTracked, withoutRaw, writeWarnings, type Tx } from './warning-store.js';
+import {
+  readTracked,
+  toTracked,
+  warningWritesCte,
+  withoutRaw,
+  writeWarnings,
+  type Tx,
+} from './warning-store.js';
 
 /**
  * The v1 check (QWEATHER_ALERT_SOURCE=v1, or auto once v7 is retired): one watched point, `GET /weatheralert/v1/current/
@@ -98,9 +104,29 @@ interface PointAnswer {
   attributions: string[];
 }
 
-/** Namespaced so that no other advisory lock of qwn (migrate, seed) can collide with it. */
-const lockAlert = (tx: Tx, alertId: string) =>
-  tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`qwn-alert/${alertId}`}, 0))`);
+/** One check of a point: the call's outcome and when it was made. */
+interface PointCheck {
+  cycleId: string;
+  point: Point;
+  fetch: FetchOutcome;
+  answer: PointAnswer;
+  fetchStartedAt: Date;
+  now: Date;
+}
+
+/**
+ * Takes each alert's transaction-scoped lock, in the order given (sorted by the caller), in one
+ * round trip: `unnest` yields the ids in array order and each row's lock is taken as it is
+ * produced. Namespaced so that no other advisory lock of qwn (migrate, seed) can collide.
+ */
+async function lockAlerts(tx: Tx, sortedIds: readonly string[]): Promise<void> {
+  if (sortedIds.length === 0) return;
+  await queryPrepared(
+    tx,
+    sql`SELECT pg_advisory_xact_lock(hashtextextended('qwn-alert/' || id, 0))
+        FROM unnest(${sql.param(sortedIds)}::text[]) AS id`,
+  );
+}
 
 /**
  * The statement of `subscriptionsAt`: the active subscriptions that may watch `point`, through
@@ -140,7 +166,7 @@ async function subscriptionsAt(
   mode: V1PointsMode,
 ): Promise<PointSubscriptionRow[]> {
   // Coordinates are rounded in JS (as the client rounds them); SQL only narrows the candidates.
-  const rows = await queryRows<PointSubscriptionRow>(tx, subscriptionsNear(point));
+  const rows = await queryPrepared<PointSubscriptionRow>(tx, subscriptionsNear(point));
   return rows.filter((row) => subscriptionPointKeys(row, row.points, mode).includes(point.key));
 }
 
@@ -154,7 +180,7 @@ async function statesElsewhere(
 ): Promise<Map<string, TrackedState[]>> {
   const result = new Map<string, TrackedState[]>();
   if (subscriberIds.length === 0) return result;
-  const watched = await queryRows<{
+  const watched = await queryPrepared<{
     subscriber_id: string;
     place_id: string;
     points: string[] | null;
@@ -178,7 +204,7 @@ async function statesElsewhere(
   const states =
     allKeys.length === 0
       ? []
-      : await queryRows<{ place_id: string; state: TrackedState }>(
+      : await queryPrepared<{ place_id: string; state: TrackedState }>(
           tx,
           sql`SELECT place_id, state FROM warnings
               WHERE warning_id = ${alertId} AND place_id = ANY(${sql.param(allKeys)}::text[])`,
@@ -213,56 +239,84 @@ export function reportedElsewhere(
 }
 
 /**
- * Inserts this point's events and the delivery rows they owe. Returns the new delivery ids and
- * the events that are news for this cycle (the first report of an alert id and type in the
- * cycle, whichever point made it), which is what the cycle's counters count.
+ * Writes a detection at this point: its warnings, its events and the delivery rows they owe.
+ * Returns the new delivery ids and the events that are news for this cycle (the first report of
+ * an alert id and type in the cycle, whichever point made it), which is what the cycle's
+ * counters count.
+ *
+ * The warnings' writes, the events, the other points' reports of these alerts and, when any
+ * event is new, the subscriptions at the point go in one prepared statement, as in a v7 check
+ * (`writeDetection`, src/pipeline/check-location.ts): as separate statements they were four
+ * round trips, each planned anew. The other points' reports are read in the same snapshot as
+ * the insert: every check that reports these alerts and committed before this one took their
+ * locks (`lockAlerts`) is in it.
  */
-async function writePointEvents(
+async function writePointDetection(
   tx: Tx,
   input: {
     cycleId: string;
     point: Point;
-    detected: DetectedEvent[];
+    detection: DetectResult;
     attributions: string[];
     now: Date;
     mode: V1PointsMode;
   },
 ): Promise<{ created: InsertedNotifications; counted: Record<EventType, number> }> {
   const counted = NO_EVENTS();
-  if (input.detected.length === 0) return { created: NOTHING_INSERTED(), counted };
-  const inserted = await tx
-    .insert(events)
-    .values(
-      input.detected.map((e) => ({
-        cycleId: input.cycleId,
-        placeId: input.point.key,
-        warningId: e.warningId,
-        type: e.type,
-        supersedes: e.supersedes,
-        record: withoutRaw(e.warning),
-        attributions: input.attributions,
-        detectedAt: input.now,
-      })),
-    )
-    .onConflictDoNothing()
-    .returning({ id: events.id, warningId: events.warningId, type: events.type });
-  if (inserted.length === 0) return { created: NOTHING_INSERTED(), counted };
-
-  const elsewhere = await queryRows<{ warning_id: string; type: EventType }>(
+  const { detection, point } = input;
+  if (detection.events.length === 0) {
+    await writeWarnings(tx, point.key, detection, input.now);
+    return { created: NOTHING_INSERTED(), counted };
+  }
+  const candidates = detection.events.map((e) => ({
+    warning_id: e.warningId,
+    type: e.type,
+    supersedes: e.supersedes,
+    record: withoutRaw(e.warning),
+  }));
+  const alertIds = [...new Set(detection.events.map((e) => e.warningId))];
+  const found = await queryPrepared<
+    {
+      inserted: { id: number; warning_id: string; type: EventType }[];
+      elsewhere: { warning_id: string; type: EventType }[] | null;
+    } & (PointSubscriptionRow | { [column in keyof PointSubscriptionRow]: null })
+  >(
     tx,
-    reportedElsewhere(
-      input.cycleId,
-      input.point.key,
-      inserted.map((e) => e.warningId),
-    ),
+    sql`WITH ${warningWritesCte(point.key, detection, input.now)},
+        inserted AS (
+          INSERT INTO events (cycle_id, place_id, warning_id, type, supersedes, record,
+            attributions, detected_at)
+          SELECT ${input.cycleId}::uuid, ${point.key}, d.warning_id, d.type, d.supersedes,
+            d.record, ${sql.param(input.attributions)}::text[], ${input.now}::timestamptz
+          FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
+            AS d(warning_id text, type text, supersedes text[], record jsonb)
+          ON CONFLICT DO NOTHING
+          RETURNING id, warning_id, type),
+        news AS (
+          SELECT
+            (SELECT json_agg(json_build_object('id', id, 'warning_id', warning_id, 'type', type))
+              FROM inserted) AS inserted,
+            (SELECT json_agg(json_build_object('warning_id', warning_id, 'type', type))
+              FROM (${reportedElsewhere(input.cycleId, point.key, alertIds)}) e) AS elsewhere)
+        SELECT n.inserted, n.elsewhere, w.*
+        FROM news n
+        LEFT JOIN LATERAL (${subscriptionsNear(point)}) w ON true
+        WHERE n.inserted IS NOT NULL
+        ORDER BY w.subscriber_id, w.place_id`,
   );
-  const already = new Set(elsewhere.map((r) => `${r.type}\u0000${r.warning_id}`));
-
-  const subscriptions = await subscriptionsAt(tx, input.point, input.mode);
-  const byKey = new Map(input.detected.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
+  const inserted = found[0]?.inserted ?? [];
+  if (inserted.length === 0) return { created: NOTHING_INSERTED(), counted };
+  const already = new Set((found[0]?.elsewhere ?? []).map((r) => `${r.type}\u0000${r.warning_id}`));
+  // Coordinates are rounded in JS (as the client rounds them); SQL only narrows the candidates.
+  const subscriptions = found.filter(
+    (row): row is typeof row & PointSubscriptionRow =>
+      row.subscriber_id !== null &&
+      subscriptionPointKeys(row, row.points, input.mode).includes(point.key),
+  );
+  const byKey = new Map(detection.events.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
   const rows: NewNotification[] = [];
   for (const event of inserted) {
-    const key = `${event.type}\u0000${event.warningId}`;
+    const key = `${event.type}\u0000${event.warning_id}`;
     const detected = byKey.get(key);
     if (!detected) continue;
     if (!already.has(key)) counted[detected.type] += 1;
@@ -330,15 +384,7 @@ export class InvalidPointError extends Error {
  */
 async function applyQuietPointCheck(
   ctx: PipelineContext,
-  input: {
-    cycleId: string;
-    point: Point;
-    fetch: FetchOutcome;
-    answer: PointAnswer;
-    fetchStartedAt: Date;
-    now: Date;
-    windowStart: Date;
-  },
+  input: PointCheck & { windowStart: Date },
 ): Promise<{ outcome: CheckOutcome; unchangedTag: boolean } | { read: UnlockedRead | null }> {
   const { cycleId, point, fetch, answer, fetchStartedAt, now } = input;
   const checks = quietChecksFor(ctx, 'alert_points');
@@ -371,6 +417,47 @@ async function applyQuietPointCheck(
     answer: apply ? answer : null,
   });
   return applied ? { outcome: result, unchangedTag: apply } : { read: null };
+}
+
+/**
+ * Locks the point's row for this check, which serializes checks of one point across processes
+ * and cycles, and writes its bookkeeping in the same statement (as runCheck does for a place):
+ * the cycle, the fetch times, and the answer's tag and attributions when it applies (a
+ * successful fetch no older than the last applied one, `isStale`). A re-run of the cycle's check
+ * writes nothing. Returns the row as it was before this write: its version is what the quiet
+ * check's read is compared with.
+ */
+async function lockPoint(tx: Tx, input: PointCheck): Promise<PointRow> {
+  const { cycleId, point, fetch, answer, fetchStartedAt, now } = input;
+  const statement = sql`WITH locked AS (
+      SELECT xmin::text AS version, last_cycle_id, last_fetched_at, last_tag, v7_adopted_at
+      FROM alert_points WHERE id = ${point.key} FOR UPDATE),
+    written AS (
+      UPDATE alert_points c
+      SET ${placeBookkeeping({
+        cycleId: sql`${cycleId}::uuid`,
+        fetchOk: sql`${fetch.ok}::boolean`,
+        fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
+        now: sql`${now}::timestamptz`,
+      })}, ${pointAnswerBookkeeping({
+        applied: sql`(${fetch.ok}::boolean AND NOT coalesce(
+          (SELECT last_fetched_at FROM locked) > ${fetchStartedAt}::timestamptz, false))`,
+        tag: sql`${answer.tag}::text`,
+        attributions: sql`${sql.param(answer.attributions)}::text[]`,
+      })}
+      WHERE id = ${point.key}
+        AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${cycleId}::uuid)
+    SELECT * FROM locked`;
+  const [row] = await queryPrepared<PointRow>(tx, statement);
+  if (row) return row;
+  // The poll creates the row; a check enqueued by an older cycle may find none yet.
+  await tx.execute(sql`
+    INSERT INTO alert_points (id, lat, lon)
+    VALUES (${point.key}, ${point.lat}, ${point.lon})
+    ON CONFLICT (id) DO NOTHING`);
+  const [created] = await queryPrepared<PointRow>(tx, statement);
+  if (!created) throw new Error(`alert point ${point.key} vanished inside its own check`);
+  return created;
 }
 
 /**
@@ -429,24 +516,13 @@ export async function runCheckPoint(
     'outcome' in quiet
       ? quiet.outcome
       : await ctx.db.transaction(async (tx) => {
-          // The poll creates the row; a check enqueued by an older cycle may find none yet.
-          await tx.execute(sql`
-            INSERT INTO alert_points (id, lat, lon)
-            VALUES (${point.key}, ${point.lat}, ${point.lon})
-            ON CONFLICT (id) DO NOTHING`);
-          // Serializes checks of one point across processes and cycles.
-          const [row] = await queryRows<PointRow>(
-            tx,
-            sql`SELECT xmin::text AS version, last_cycle_id, last_fetched_at, last_tag,
-                  v7_adopted_at
-                FROM alert_points WHERE id = ${point.key} FOR UPDATE`,
-          );
+          const row = await lockPoint(tx, { cycleId, point, fetch, answer, fetchStartedAt, now });
           const result = emptyOutcome(fetch.ok);
-          if (row?.last_cycle_id === cycleId) return { ...result, applied: false };
-          const apply = fetch.ok && !isStale(row?.last_fetched_at, fetchStartedAt);
+          if (row.last_cycle_id === cycleId) return { ...result, applied: false };
+          const apply = fetch.ok && !isStale(row.last_fetched_at, fetchStartedAt);
 
           if (fetch.ok && apply) {
-            const adopting = row !== undefined && row.v7_adopted_at === null;
+            const adopting = row.v7_adopted_at === null;
             if (adopting) {
               // The first applied v1 answer here: take over what v7 left open
               // (src/pipeline/handover.ts).
@@ -462,7 +538,7 @@ export async function runCheckPoint(
             // so the same row version means the same tracked warnings as the unlocked read saw (as
             // in runCheck). An adoption has just written warnings that read did not see.
             const tracked =
-              !adopting && quiet.read && row && quiet.read.version === row.version
+              !adopting && quiet.read && quiet.read.version === row.version
                 ? quiet.read.tracked
                 : await readTracked(tx, point.key, windowStart);
             // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
@@ -473,7 +549,7 @@ export async function runCheckPoint(
             unchangedTag =
               !adopting &&
               answer.tag !== null &&
-              answer.tag === row?.last_tag &&
+              answer.tag === row.last_tag &&
               !tracked.some((t) => t.state === 'open' && t.misses > 0);
             if (unchangedTag) {
               await writeWarnings(
@@ -489,15 +565,13 @@ export async function runCheckPoint(
                 now,
                 settings,
               });
-              const alertIds = [...new Set(detected.events.map((e) => e.warningId))].sort();
               // Before any write: a check of another point reporting the same alert waits here,
               // then sees what this one committed (the expiry rule reads other points' states).
-              for (const id of alertIds) await lockAlert(tx, id);
-              await writeWarnings(tx, point.key, detected, now);
-              const written = await writePointEvents(tx, {
+              await lockAlerts(tx, [...new Set(detected.events.map((e) => e.warningId))].sort());
+              const written = await writePointDetection(tx, {
                 cycleId,
                 point,
-                detected: detected.events,
+                detection: detected,
                 attributions: answer.attributions,
                 now,
                 mode,
@@ -508,19 +582,6 @@ export async function runCheckPoint(
             }
           }
 
-          // What the quiet path writes too (src/pipeline/quiet-check.ts), said the same way.
-          await tx.execute(sql`
-            UPDATE alert_points c SET ${placeBookkeeping({
-              cycleId: sql`${cycleId}::uuid`,
-              fetchOk: sql`${fetch.ok}::boolean`,
-              fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
-              now: sql`${now}::timestamptz`,
-            })}, ${pointAnswerBookkeeping({
-              applied: sql`${apply}::boolean`,
-              tag: sql`${answer.tag}::text`,
-              attributions: sql`${sql.param(answer.attributions)}::text[]`,
-            })}
-            WHERE id = ${point.key}`);
           if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
             // As in runCheck: a check that wrote no events need not wait for its WAL flush.
             // Losing such a commit in a database crash loses only bookkeeping; the next cycle

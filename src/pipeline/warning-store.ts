@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { queryRows } from '../db/client.js';
+import { queryPrepared } from '../db/client.js';
 import type { TrackedWarning } from '../domain/detect.js';
 import type { Warning } from '../domain/warning.js';
 
@@ -51,7 +51,7 @@ export async function readTracked(
   key: string,
   windowStart: Date,
 ): Promise<TrackedWarning[]> {
-  const rows = await queryRows<WarningRow>(
+  const rows = await queryPrepared<WarningRow>(
     tx,
     sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
         FROM warnings WHERE place_id = ${key} AND last_seen > ${windowStart}`,
@@ -121,5 +121,5 @@ export async function writeWarnings(
   now: Date,
 ): Promise<void> {
   if (writes.seen.length === 0 && writes.changes.length === 0) return;
-  await tx.execute(sql`WITH ${warningWritesCte(key, writes, now)} SELECT 1`);
+  await queryPrepared(tx, sql`WITH ${warningWritesCte(key, writes, now)} SELECT 1`);
 }

@@ -158,4 +158,60 @@ describe('quiet v1 point checks', () => {
     expect(outcome.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
     expect(await queryRows(v.h.database.db, tracked)).toEqual([{ misses: 1, state: 'open' }]);
   });
+
+  it('keeps the last applied answer when a failed or stale call ends up under the lock', async () => {
+    // A failed or stale call writes bookkeeping only, without the lock, unless another check
+    // changes the point row between its read and its write: then it takes the lock, and must
+    // still keep the tag and attributions of the last answer applied there.
+    const point = '23.13,113.26';
+    await v.addPlace('101280101', '广州', 23.13, 113.26);
+    await v.subscribe({ webhookPath: '/gz' }, [{ place: '101280101', points: [point] }]);
+    v.sim.setAlerts([]);
+    const check = () =>
+      newCycle(v.h.database.db).then((cycleId) =>
+        runCheckPoint(rt.ctx, { cycleId, pointId: point }),
+      );
+    expect((await check()).fetchOk).toBe(true);
+
+    /** Runs a check while another session applies a newer answer, fetched at `fetchedAt`. */
+    async function checkWhileApplied(tag: string, fetchedAt: Date) {
+      const other = new pg.Client({ connectionString: v.h.database.url });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('SELECT 1 FROM alert_points WHERE id = $1 FOR UPDATE', [point]);
+        const checked = check();
+        await waitForLockWait(v.h.database.url, "a check's bookkeeping");
+        await other.query(
+          `UPDATE alert_points SET last_tag = $2, attributions = ARRAY['CMA'],
+             last_fetched_at = $3 WHERE id = $1`,
+          [point, tag, fetchedAt],
+        );
+        await other.query('COMMIT');
+        return await withTimeout('a point check', 10_000, checked);
+      } finally {
+        await other.query('ROLLBACK').catch(() => undefined);
+        await other.end();
+      }
+    }
+    const lastAnswer = sql`SELECT last_tag, attributions FROM alert_points WHERE id = ${point}`;
+
+    v.sim.addFault({ kind: 'http', status: 500, operation: 'weatherAlert' });
+    try {
+      const failed = await checkWhileApplied('applied meanwhile', new Date());
+      expect(failed).toMatchObject({ applied: true, fetchOk: false, deliveries: 0 });
+    } finally {
+      v.sim.clearFaults();
+    }
+    expect(await queryRows(v.h.database.db, lastAnswer)).toEqual([
+      { last_tag: 'applied meanwhile', attributions: ['CMA'] },
+    ]);
+
+    // A successful call made before the answer applied meanwhile was fetched: stale.
+    const stale = await checkWhileApplied('fetched later', new Date(Date.now() + 60_000));
+    expect(stale).toMatchObject({ applied: true, fetchOk: true, deliveries: 0 });
+    expect(await queryRows(v.h.database.db, lastAnswer)).toEqual([
+      { last_tag: 'fetched later', attributions: ['CMA'] },
+    ]);
+  });
 });
