@@ -1,7 +1,8 @@
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
 import { pointAt } from '../../src/domain/points.js';
-import { reportedElsewhere, subscriptionsNear } from '../../src/pipeline/check-point.js';
+import { reportedElsewhere } from '../../src/pipeline/check-point.js';
+import { subscriptionsNear } from '../../src/pipeline/point-subscriptions.js';
 import { useSqlClient } from '../support/db.js';
 import { accessPaths, scannedWhole, type PlanNode } from '../support/plans.js';
 
