@@ -4,7 +4,7 @@ import { pointAt } from '../../src/domain/points.js';
 import { reportedElsewhere } from '../../src/pipeline/check-point.js';
 import { subscriptionsNear } from '../../src/pipeline/point-subscriptions.js';
 import { useSqlClient } from '../support/db.js';
-import { accessPaths, scannedWhole, type PlanNode } from '../support/plans.js';
+import { accessPaths, genericPlan, scannedWhole, type PlanNode } from '../support/plans.js';
 
 interface BufferedNode extends PlanNode {
   'Shared Hit Blocks'?: number;
@@ -77,6 +77,13 @@ describe("a v1 check's lookups", () => {
     for (const node of lookups) {
       expect((node['Shared Hit Blocks'] ?? 0) + (node['Shared Read Blocks'] ?? 0)).toBeLessThan(5);
     }
+
+    // A prepared statement in the check: the plan made without the point's values, which a
+    // connection keeps once it costs no more than those made with them, finds the places at
+    // the point through their coordinates too, and never reads the subscriptions whole.
+    const generic = await genericPlan(client, 'near', subscriptionsNear(pointAt(20.1, 100.1)!));
+    expect(accessPaths(generic, 'places')).toContain('places_coordinates_idx');
+    expect(scannedWhole(generic)).not.toContain('subscriptions');
   });
 
   it("look up an alert's other reports in the cycle by the alert, not the cycle", async () => {
