@@ -224,7 +224,7 @@ async function writePointDetection(
     if (detected.type === 'expired' && chosen.size > 0) {
       const elsewhere = await statesElsewhere(
         tx,
-        input.point,
+        point,
         detected.warningId,
         [...chosen.keys()],
         input.mode,
@@ -250,7 +250,7 @@ async function writePointDetection(
     }
   }
   const created = await insertNotifications(tx, rows, {
-    key: `${input.cycleId}_${input.point.key}`,
+    key: `${input.cycleId}_${point.key}`,
     now: input.now,
   });
   return { created, counted };
