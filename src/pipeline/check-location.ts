@@ -12,7 +12,7 @@ import { filterAccepts } from '../domain/filters.js';
 import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
-import { placeBookkeeping, quietChecksFor, type UnlockedRead } from './quiet-check.js';
+import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import { isV7Retirement, switchToV1 } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
@@ -222,30 +222,20 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     'outcome' in quiet
       ? quiet.outcome
       : await ctx.db.transaction(async (tx) => {
-          // Serializes checks of one place across processes and cycles, and writes the place's
-          // bookkeeping in the same statement (one round trip less per check): every check that
-          // writes warnings also changes this row, which is what the quiet check's version
-          // compare relies on. A re-run of the cycle's check changes nothing.
+          // Serializes checks of one place and writes its bookkeeping (`lockCheckedRow`).
           const [place] = await queryPrepared<{
             version: string;
             last_cycle_id: string | null;
             last_fetched_at: Date | null;
           }>(
             tx,
-            sql`WITH locked AS (
-                  SELECT xmin::text AS version, last_cycle_id, last_fetched_at FROM places
-                  WHERE id = ${placeId} FOR UPDATE),
-                written AS (
-                  UPDATE places c
-                  SET ${placeBookkeeping({
-                    cycleId: sql`${cycleId}::uuid`,
-                    fetchOk: sql`${fetch.ok}::boolean`,
-                    fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
-                    now: sql`${now}::timestamptz`,
-                  })}
-                  WHERE id = ${placeId}
-                    AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${cycleId})
-                SELECT * FROM locked`,
+            lockCheckedRow('places', {
+              cycleId,
+              key: placeId,
+              fetchOk: fetch.ok,
+              fetchStartedAt,
+              now,
+            }),
           );
           const result = emptyOutcome(fetch.ok);
           if (place?.last_cycle_id === cycleId) return { ...result, applied: false };

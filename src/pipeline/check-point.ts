@@ -39,12 +39,7 @@ import {
   watchesPoint,
   type PointSubscriptionRow,
 } from './point-subscriptions.js';
-import {
-  placeBookkeeping,
-  pointAnswerBookkeeping,
-  quietChecksFor,
-  type UnlockedRead,
-} from './quiet-check.js';
+import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import {
   readTracked,
   toTracked,
@@ -311,37 +306,22 @@ async function applyQuietPointCheck(
 }
 
 /**
- * Locks the point's row for this check, which serializes checks of one point across processes
- * and cycles, and writes its bookkeeping in the same statement (as runCheck does for a place):
- * the cycle, the fetch times, and the answer's tag and attributions when it applies (a
- * successful fetch no older than the last applied one, `isStale`). A re-run of the cycle's check
- * writes nothing. Returns the row as it was before this write: its version is what the quiet
- * check's read is compared with.
+ * Locks the point's row for this check and writes its bookkeeping (`lockCheckedRow`), the
+ * answer's tag and attributions with it when the answer applies. The poll creates the row; a
+ * check enqueued by an older cycle may find none yet, and inserts it first.
  */
 async function lockPoint(tx: Tx, input: PointCheck): Promise<PointRow> {
   const { cycleId, point, fetch, answer, fetchStartedAt, now } = input;
-  const statement = sql`WITH locked AS (
-      SELECT xmin::text AS version, last_cycle_id, last_fetched_at, last_tag, v7_adopted_at
-      FROM alert_points WHERE id = ${point.key} FOR UPDATE),
-    written AS (
-      UPDATE alert_points c
-      SET ${placeBookkeeping({
-        cycleId: sql`${cycleId}::uuid`,
-        fetchOk: sql`${fetch.ok}::boolean`,
-        fetchStartedAt: sql`${fetchStartedAt}::timestamptz`,
-        now: sql`${now}::timestamptz`,
-      })}, ${pointAnswerBookkeeping({
-        applied: sql`(${fetch.ok}::boolean AND NOT coalesce(
-          (SELECT last_fetched_at FROM locked) > ${fetchStartedAt}::timestamptz, false))`,
-        tag: sql`${answer.tag}::text`,
-        attributions: sql`${sql.param(answer.attributions)}::text[]`,
-      })}
-      WHERE id = ${point.key}
-        AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${cycleId}::uuid)
-    SELECT * FROM locked`;
+  const statement = lockCheckedRow('alert_points', {
+    cycleId,
+    key: point.key,
+    fetchOk: fetch.ok,
+    fetchStartedAt,
+    now,
+    answer,
+  });
   const [row] = await queryPrepared<PointRow>(tx, statement);
   if (row) return row;
-  // The poll creates the row; a check enqueued by an older cycle may find none yet.
   await tx.execute(sql`
     INSERT INTO alert_points (id, lat, lon)
     VALUES (${point.key}, ${point.lat}, ${point.lon})

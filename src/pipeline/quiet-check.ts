@@ -33,6 +33,55 @@ export function pointAnswerBookkeeping(answer: { applied: SQL; tag: SQL; attribu
     attributions = CASE WHEN ${answer.applied} THEN ${answer.attributions} ELSE c.attributions END`;
 }
 
+/** What a changing check writes as it locks its row (`lockCheckedRow`). */
+export interface LockRequest {
+  cycleId: string;
+  key: string;
+  fetchOk: boolean;
+  fetchStartedAt: Date;
+  now: Date;
+  /**
+   * alert_points only: the answer the check fetched. It applies unless the fetch failed or is
+   * older than the last one applied (`isStale`, decided here from the locked row); otherwise the
+   * point keeps the last answer's tag and attributions.
+   */
+  answer?: { tag: string | null; attributions: readonly string[] };
+}
+
+/**
+ * The statement a changing check begins with: it locks the check's row, which serializes the
+ * checks of one place or point across processes and cycles, and writes the row's bookkeeping in
+ * the same statement (a round trip less per check). Every check that writes warnings thus
+ * changes the row, which the quiet check's version compare relies on. A re-run of the cycle's
+ * check writes nothing. Returns the row as it was before this write (`CheckedRow`, without its
+ * warnings), or nothing when there is no row.
+ */
+export function lockCheckedRow(table: CheckedTable, check: LockRequest): SQL {
+  const pointColumns = table === 'alert_points' ? sql`, last_tag, v7_adopted_at` : sql``;
+  const answerColumns = check.answer
+    ? sql`, ${pointAnswerBookkeeping({
+        applied: sql`(${check.fetchOk}::boolean AND NOT coalesce(
+          (SELECT last_fetched_at FROM locked) > ${check.fetchStartedAt}::timestamptz, false))`,
+        tag: sql`${check.answer.tag}::text`,
+        attributions: sql`${sql.param(check.answer.attributions)}::text[]`,
+      })}`
+    : sql``;
+  return sql`WITH locked AS (
+      SELECT xmin::text AS version, last_cycle_id, last_fetched_at${pointColumns}
+      FROM ${sql.identifier(table)} WHERE id = ${check.key} FOR UPDATE),
+    written AS (
+      UPDATE ${sql.identifier(table)} c
+      SET ${placeBookkeeping({
+        cycleId: sql`${check.cycleId}::uuid`,
+        fetchOk: sql`${check.fetchOk}::boolean`,
+        fetchStartedAt: sql`${check.fetchStartedAt}::timestamptz`,
+        now: sql`${check.now}::timestamptz`,
+      })}${answerColumns}
+      WHERE id = ${check.key}
+        AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${check.cycleId}::uuid)
+    SELECT * FROM locked`;
+}
+
 /**
  * The rows a check keeps its bookkeeping on: a v7 place, or a v1 point (src/pipeline/check-point.ts),
  * whose row also keeps the tag and attributions of its last applied answer. Either's warnings
