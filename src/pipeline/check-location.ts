@@ -28,11 +28,12 @@ import {
   type SubscriptionRow,
 } from './notification-ledger.js';
 import {
+  detectionWritesCte,
+  INSERTED_EVENTS,
   readTracked,
   toTracked,
-  withoutRaw,
-  warningWritesCte,
   writeWarnings,
+  type InsertedEvent,
   type Tx,
 } from './warning-store.js';
 
@@ -61,32 +62,16 @@ async function writeDetection(
   // The tracked warnings' writes, the events and, when any is new, the place's subscriptions,
   // in one statement: a storm's check made a dozen round trips, each a few hundred
   // microseconds of both processes' CPU.
-  const candidates = detection.events.map((e) => ({
-    warning_id: e.warningId,
-    type: e.type,
-    supersedes: e.supersedes,
-    record: withoutRaw(e.warning),
-  }));
   const found = await queryPrepared<
-    { inserted: { id: number; warning_id: string; type: string }[] } & (
-      SubscriptionRow | { [column in keyof SubscriptionRow]: null }
-    )
+    { inserted: InsertedEvent[] } & (SubscriptionRow | { [column in keyof SubscriptionRow]: null })
   >(
     tx,
-    sql`WITH ${warningWritesCte(input.placeId, detection, input.now)},
-        inserted AS (
-          INSERT INTO events (cycle_id, place_id, warning_id, type, supersedes, record,
-            detected_at)
-          SELECT ${input.cycleId}::uuid, ${input.placeId}, d.warning_id, d.type, d.supersedes,
-            d.record, ${input.now}::timestamptz
-          FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
-            AS d(warning_id text, type text, supersedes text[], record jsonb)
-          ON CONFLICT DO NOTHING
-          RETURNING id, warning_id, type),
-        new_events AS (
-          SELECT json_agg(json_build_object('id', id, 'warning_id', warning_id, 'type', type))
-            AS inserted
-          FROM inserted)
+    sql`WITH ${detectionWritesCte(input.placeId, detection, {
+      cycleId: input.cycleId,
+      now: input.now,
+      attributions: null,
+    })},
+        new_events AS (SELECT ${INSERTED_EVENTS} AS inserted)
         SELECT n.inserted, w.*
         FROM new_events n
         LEFT JOIN LATERAL (

@@ -41,11 +41,12 @@ import {
 } from './point-subscriptions.js';
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import {
+  detectionWritesCte,
+  INSERTED_EVENTS,
   readTracked,
   toTracked,
-  warningWritesCte,
-  withoutRaw,
   writeWarnings,
+  type InsertedEvent,
   type Tx,
 } from './warning-store.js';
 
@@ -156,34 +157,21 @@ async function writePointDetection(
     await writeWarnings(tx, point.key, detection, input.now);
     return { created: NOTHING_INSERTED(), counted };
   }
-  const candidates = detection.events.map((e) => ({
-    warning_id: e.warningId,
-    type: e.type,
-    supersedes: e.supersedes,
-    record: withoutRaw(e.warning),
-  }));
   const alertIds = [...new Set(detection.events.map((e) => e.warningId))];
   const found = await queryPrepared<
     {
-      inserted: { id: number; warning_id: string; type: EventType }[];
+      inserted: InsertedEvent[];
       elsewhere: { warning_id: string; type: EventType }[] | null;
     } & (PointSubscriptionRow | { [column in keyof PointSubscriptionRow]: null })
   >(
     tx,
-    sql`WITH ${warningWritesCte(point.key, detection, input.now)},
-        inserted AS (
-          INSERT INTO events (cycle_id, place_id, warning_id, type, supersedes, record,
-            attributions, detected_at)
-          SELECT ${input.cycleId}::uuid, ${point.key}, d.warning_id, d.type, d.supersedes,
-            d.record, ${sql.param(input.attributions)}::text[], ${input.now}::timestamptz
-          FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
-            AS d(warning_id text, type text, supersedes text[], record jsonb)
-          ON CONFLICT DO NOTHING
-          RETURNING id, warning_id, type),
+    sql`WITH ${detectionWritesCte(point.key, detection, {
+      cycleId: input.cycleId,
+      now: input.now,
+      attributions: input.attributions,
+    })},
         news AS (
-          SELECT
-            (SELECT json_agg(json_build_object('id', id, 'warning_id', warning_id, 'type', type))
-              FROM inserted) AS inserted,
+          SELECT ${INSERTED_EVENTS} AS inserted,
             (SELECT json_agg(json_build_object('warning_id', warning_id, 'type', type))
               FROM (${reportedElsewhere(input.cycleId, point.key, alertIds)}) e) AS elsewhere)
         SELECT n.inserted, n.elsewhere, w.*

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { queryPrepared } from '../db/client.js';
-import type { TrackedWarning } from '../domain/detect.js';
+import type { DetectResult, EventType, TrackedWarning } from '../domain/detect.js';
 import type { Warning } from '../domain/warning.js';
 
 /**
@@ -34,7 +34,7 @@ export function toTracked(row: WarningRow): TrackedWarning {
   };
 }
 
-export function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
+function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
   const { raw: _raw, ...record } = warning;
   return record;
 }
@@ -74,7 +74,7 @@ export interface WarningWrites {
  * which carries the refreshed last-seen time (a row written twice in one statement would be
  * undefined).
  */
-export function warningWritesCte(key: string, writes: WarningWrites, now: Date): SQL {
+function warningWritesCte(key: string, writes: WarningWrites, now: Date): SQL {
   const changed = new Set(writes.changes.map((t) => t.id));
   const seenOnly = writes.seen.filter((id) => !changed.has(id));
   const rows = writes.changes.map((t) => ({
@@ -112,6 +112,46 @@ export function warningWritesCte(key: string, writes: WarningWrites, now: Date):
         last_seen = excluded.last_seen, misses = excluded.misses,
         closed_at = excluded.closed_at)`;
 }
+
+/** An event a detection's statement inserted (`detectionWritesCte`). */
+export interface InsertedEvent {
+  id: number;
+  warning_id: string;
+  type: EventType;
+}
+
+/**
+ * All of a detection's writes as common table expressions, for a check's one statement: the
+ * warnings' (`warningWritesCte`) and `inserted`, its events not already written (a re-run
+ * inserts none), each with its id. `INSERTED_EVENTS` reads them back as one JSON array, or null.
+ * `attributions`: v1's, on every event of the answer; null for v7.
+ */
+export function detectionWritesCte(
+  key: string,
+  detection: DetectResult,
+  event: { cycleId: string; now: Date; attributions: readonly string[] | null },
+): SQL {
+  const candidates = detection.events.map((e) => ({
+    warning_id: e.warningId,
+    type: e.type,
+    supersedes: e.supersedes,
+    record: withoutRaw(e.warning),
+  }));
+  return sql`${warningWritesCte(key, detection, event.now)},
+    inserted AS (
+      INSERT INTO events (cycle_id, place_id, warning_id, type, supersedes, record,
+        attributions, detected_at)
+      SELECT ${event.cycleId}::uuid, ${key}, d.warning_id, d.type, d.supersedes, d.record,
+        ${sql.param(event.attributions)}::text[], ${event.now}::timestamptz
+      FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
+        AS d(warning_id text, type text, supersedes text[], record jsonb)
+      ON CONFLICT DO NOTHING
+      RETURNING id, warning_id, type)`;
+}
+
+/** The events `detectionWritesCte` inserted, as a JSON array of `InsertedEvent` (null if none). */
+export const INSERTED_EVENTS = sql`(SELECT json_agg(json_build_object(
+    'id', id, 'warning_id', warning_id, 'type', type)) FROM inserted)`;
 
 /** A detection's writes (`warningWritesCte`) in a statement of their own. */
 export async function writeWarnings(
