@@ -33,15 +33,25 @@ describe('quiet v1 point checks', () => {
     await v?.close();
   });
 
-  /** Runs `check` while another session holds the point row FOR KEY SHARE. */
-  async function withPointShared<T>(check: (waitedFor: () => Promise<void>) => Promise<T>) {
+  /**
+   * Runs `check` while another session holds `point`'s row (FOR KEY SHARE unless said). The
+   * check may call `waitedFor` once it has started: it waits until some session waits on a lock,
+   * lets the other session write `meanwhile`, and commits it.
+   */
+  async function withPointLocked<T>(
+    check: (
+      waitedFor: (meanwhile?: (other: pg.Client) => Promise<unknown>) => Promise<void>,
+    ) => Promise<T>,
+    { point = POINT, lock = 'FOR KEY SHARE' } = {},
+  ) {
     const other = new pg.Client({ connectionString: v.h.database.url });
     await other.connect();
     try {
       await other.query('BEGIN');
-      await other.query('SELECT 1 FROM alert_points WHERE id = $1 FOR KEY SHARE', [POINT]);
-      return await check(async () => {
+      await other.query(`SELECT 1 FROM alert_points WHERE id = $1 ${lock}`, [point]);
+      return await check(async (meanwhile) => {
         await waitForLockWait(v.h.database.url, 'a point check waiting for its row');
+        await meanwhile?.(other);
         await other.query('COMMIT');
       });
     } finally {
@@ -67,7 +77,7 @@ describe('quiet v1 point checks', () => {
 
     // The same answer: done while the row is shared, seen again, counted as applied.
     const cycleId = await newCycle(v.h.database.db);
-    const quiet = await withPointShared(() =>
+    const quiet = await withPointLocked(() =>
       withTimeout(
         'a quiet point check',
         10_000,
@@ -105,7 +115,7 @@ describe('quiet v1 point checks', () => {
         supersedes: ['V1QUIET001'],
       }),
     ]);
-    const changed = await withPointShared(async (waitedFor) => {
+    const changed = await withPointLocked(async (waitedFor) => {
       const check = runCheckPoint(rt.ctx, {
         cycleId: await newCycle(v.h.database.db),
         pointId: POINT,
@@ -174,26 +184,21 @@ describe('quiet v1 point checks', () => {
     expect((await check()).fetchOk).toBe(true);
 
     /** Runs a check while another session applies a newer answer, fetched at `fetchedAt`. */
-    async function checkWhileApplied(tag: string, fetchedAt: Date) {
-      const other = new pg.Client({ connectionString: v.h.database.url });
-      await other.connect();
-      try {
-        await other.query('BEGIN');
-        await other.query('SELECT 1 FROM alert_points WHERE id = $1 FOR UPDATE', [point]);
-        const checked = check();
-        await waitForLockWait(v.h.database.url, "a check's bookkeeping");
-        await other.query(
-          `UPDATE alert_points SET last_tag = $2, attributions = ARRAY['CMA'],
-             last_fetched_at = $3 WHERE id = $1`,
-          [point, tag, fetchedAt],
-        );
-        await other.query('COMMIT');
-        return await withTimeout('a point check', 10_000, checked);
-      } finally {
-        await other.query('ROLLBACK').catch(() => undefined);
-        await other.end();
-      }
-    }
+    const checkWhileApplied = (tag: string, fetchedAt: Date) =>
+      withPointLocked(
+        async (waitedFor) => {
+          const checked = check();
+          await waitedFor((other) =>
+            other.query(
+              `UPDATE alert_points SET last_tag = $2, attributions = ARRAY['CMA'],
+                 last_fetched_at = $3 WHERE id = $1`,
+              [point, tag, fetchedAt],
+            ),
+          );
+          return withTimeout('a point check', 10_000, checked);
+        },
+        { point, lock: 'FOR UPDATE' },
+      );
     const lastAnswer = sql`SELECT last_tag, attributions FROM alert_points WHERE id = ${point}`;
 
     v.sim.addFault({ kind: 'http', status: 500, operation: 'weatherAlert' });
