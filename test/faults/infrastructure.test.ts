@@ -115,41 +115,46 @@ describe('Redis and Postgres failing under a running worker', () => {
     expectNothingLostOrSplit(outcome);
   });
 
-  it('Postgres sessions terminated mid-transaction lose nothing', async () => {
-    const seed = 7103;
-    run = await startFaultRun(seed, STORM);
-    const r = run;
-    r.showPhase(0);
-    r.startWorker();
-    await waitUntil(async () => (await sentCount(r)) >= 1, 'first delivery sent');
+  // v7, and Weather Alert v1, whose checks lock a point and its alerts in other statements.
+  for (const { label, source, seed } of [
+    { label: '', source: undefined, seed: 7103 },
+    { label: 'v1: ', source: 'v1', seed: 7105 },
+  ] as const) {
+    it(`${label}Postgres sessions terminated mid-transaction lose nothing`, async () => {
+      run = await startFaultRun(seed, { ...STORM, ...(source ? { source } : {}) });
+      const r = run;
+      r.showPhase(0);
+      r.startWorker();
+      await waitUntil(async () => (await sentCount(r)) >= 1, 'first delivery sent');
 
-    const admin = new pg.Client({ connectionString: ADMIN_URL });
-    await admin.connect();
-    let terminated = 0;
-    let inTransaction = 0;
-    try {
-      for (let round = 0; round < 8; round += 1) {
-        // The worker's sessions only ("qwn"); the harness's own pool is "qwn test".
-        const { rows } = await admin.query<{ state: string | null; ok: boolean }>(
-          `SELECT state, pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+      const admin = new pg.Client({ connectionString: ADMIN_URL });
+      await admin.connect();
+      let terminated = 0;
+      let inTransaction = 0;
+      try {
+        for (let round = 0; round < 8; round += 1) {
+          // The worker's sessions only ("qwn"); the harness's own pool is "qwn test".
+          const { rows } = await admin.query<{ state: string | null; ok: boolean }>(
+            `SELECT state, pg_terminate_backend(pid) AS ok FROM pg_stat_activity
            WHERE datname = $1 AND application_name = 'qwn' AND pid <> pg_backend_pid()`,
-          [r.h.database.name],
-        );
-        terminated += rows.filter((row) => row.ok).length;
-        inTransaction += rows.filter((row) => row.state !== 'idle').length;
-        await sleep(400 + round * 150);
+            [r.h.database.name],
+          );
+          terminated += rows.filter((row) => row.ok).length;
+          inTransaction += rows.filter((row) => row.state !== 'idle').length;
+          await sleep(400 + round * 150);
+        }
+      } finally {
+        await admin.end();
       }
-    } finally {
-      await admin.end();
-    }
-    await r.waitForPhase(0);
-    await r.settle();
-    const outcome = await r.outcome();
-    report('Postgres sessions of the worker terminated 8 times mid-cycle', outcome, {
-      terminated,
-      activeOrInTransaction: inTransaction,
+      await r.waitForPhase(0);
+      await r.settle();
+      const outcome = await r.outcome();
+      report(`${label}Postgres sessions of the worker terminated 8 times mid-cycle`, outcome, {
+        terminated,
+        activeOrInTransaction: inTransaction,
+      });
+      expect(terminated).toBeGreaterThan(0);
+      expectNothingLostOrSplit(outcome);
     });
-    expect(terminated).toBeGreaterThan(0);
-    expectNothingLostOrSplit(outcome);
-  });
+  }
 });

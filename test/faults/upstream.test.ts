@@ -45,49 +45,64 @@ describe('upstream failures', () => {
     run = undefined;
   });
 
-  TRANSIENT.forEach(({ name, fault, env }, index) => {
-    it(`${name}: delays the storm, loses nothing, ends nothing`, async () => {
-      const seed = 7201 + index;
-      run = await startFaultRun(seed, { ...STORM, ...(env ? { env } : {}) });
-      const r = run;
-      r.showPhase(0);
-      // The first calls fail, the list and the checks alike; then the upstream recovers.
-      r.h.sim.addFault({ ...fault, operation: ['warningList', 'warningNow'], times: 12 });
-      r.startWorker();
-      await r.waitForPhase(0, 90_000);
-      await r.settle();
-      const open = await openWarnings(r);
-      const warnings = r.plan.phases[0]!.size;
+  // v7 (the default source until it is retired: a list call, then a check per listed place)
+  // and Weather Alert v1 (a call per watched point), each failing in every way.
+  const SOURCES = [
+    { label: '', source: undefined, operations: ['warningList', 'warningNow'], seeds: 7201 },
+    { label: 'v1: ', source: 'v1', operations: ['weatherAlert'], seeds: 7211 },
+  ] as const;
 
-      // Now every check fails for several cycles while the list still names every place: an
-      // ending read into the failures would show as cancel or expired events.
-      const faultAt = new Date();
-      r.h.sim.addFault({ ...fault, operation: 'warningNow' });
-      const before = r.h.sim.requests().byOperation.warningNow;
-      // Three whole cycles: with EXPIRE_AFTER_MISSES=2, failures read as misses would end them.
-      await waitUntil(
-        async () => {
-          const [row] = await queryRows<{ n: number }>(
-            r.h.database.db,
-            sql`SELECT count(*)::int AS n FROM poll_cycles
-                WHERE started_at >= ${faultAt} AND status = 'done' AND planned > 0
-                  AND checked >= planned`,
-          );
-          return row!.n >= 3;
-        },
-        'three cycles of failing checks',
-        90_000,
-        250,
-      );
-      const failedCalls = r.h.sim.requests().byOperation.warningNow - before;
-      r.h.sim.clearFaults();
-      const outcome = await r.outcome();
-      report(`upstream ${name}`, outcome, { failedCalls });
-      expect(open).toBeGreaterThanOrEqual(warnings);
-      expect(await openWarnings(r)).toBe(open);
-      expectNothingLostOrSplit(outcome);
+  for (const { label, source, operations, seeds } of SOURCES) {
+    TRANSIENT.forEach(({ name, fault, env }, index) => {
+      it(`${label}${name}: delays the storm, loses nothing, ends nothing`, async () => {
+        const seed = seeds + index;
+        run = await startFaultRun(seed, {
+          ...STORM,
+          ...(env ? { env } : {}),
+          ...(source ? { source } : {}),
+        });
+        const r = run;
+        r.showPhase(0);
+        // The first calls fail, the list and the checks alike; then the upstream recovers.
+        r.h.sim.addFault({ ...fault, operation: [...operations], times: 12 });
+        r.startWorker();
+        await r.waitForPhase(0, 90_000);
+        await r.settle();
+        const open = await openWarnings(r);
+        const warnings = r.plan.phases[0]!.size;
+
+        // Now every check fails for several cycles (while v7's list still names every place):
+        // an ending read into the failures would show as cancel or expired events.
+        const faultAt = new Date();
+        const checkOperation = operations[operations.length - 1]!;
+        r.h.sim.addFault({ ...fault, operation: checkOperation });
+        const before = r.h.sim.requests().byOperation[checkOperation];
+        // Three whole cycles: with EXPIRE_AFTER_MISSES=2, failures read as misses would end them.
+        await waitUntil(
+          async () => {
+            const [row] = await queryRows<{ n: number }>(
+              r.h.database.db,
+              sql`SELECT count(*)::int AS n FROM poll_cycles
+                  WHERE started_at >= ${faultAt} AND status = 'done' AND planned > 0
+                    AND checked >= planned`,
+            );
+            return row!.n >= 3;
+          },
+          'three cycles of failing checks',
+          90_000,
+          250,
+        );
+        const failedCalls = r.h.sim.requests().byOperation[checkOperation] - before;
+        r.h.sim.clearFaults();
+        const outcome = await r.outcome();
+        report(`${label}upstream ${name}`, outcome, { failedCalls });
+        expect(open).toBeGreaterThanOrEqual(warnings);
+        expect(await openWarnings(r)).toBe(open);
+        expect(failedCalls).toBeGreaterThan(0);
+        expectNothingLostOrSplit(outcome);
+      });
     });
-  });
+  }
 
   const REFUSALS: { name: string; fault: FaultAction; state: string }[] = [
     {

@@ -6,6 +6,7 @@ import { queryRows } from '../../../src/db/client.js';
 import type { Runtime } from '../../../src/pipeline/runtime.js';
 import { messageIdFor } from '../../../src/channels/email.js';
 import { runSweep } from '../../../src/pipeline/sweep.js';
+import { v1IdOf } from '../../../src/simulator/v7-in-v1.js';
 import { waitUntil } from '../../support/wait.js';
 import type { ScriptedResponse } from '../../support/webhook-receiver.js';
 import {
@@ -153,9 +154,12 @@ function spawnWorker(name: string, env: Record<string, string>): WorkerProcess {
   };
 }
 
-/** Warning id in an email: the last 26-digit number of the fields block (after any supersedes). */
+/**
+ * Warning id in an email: the last id of the fields block (after any supersedes), a v7 id (26
+ * digits) or one the simulator gave a v1 alert (`v1IdOf`).
+ */
 function warningIdInText(text: string | undefined): string {
-  const ids = text?.match(/\b\d{26}\b/g);
+  const ids = text?.match(/\b(?:\d{26}|V1[0-9A-F]{18})\b/g);
   return ids?.[ids.length - 1] ?? '?';
 }
 
@@ -168,6 +172,13 @@ export interface FaultRunOptions extends StormOptions {
    * by the ledger's shape (each row names one message).
    */
   emailGroup?: 'none' | 'cycle';
+  /**
+   * The upstream the workers poll (`QWEATHER_ALERT_SOURCE`; default: none set, so `auto`, which
+   * polls v7 until it is retired). With `'v1'` every watched place is checked at its point every
+   * cycle, and the storm's warnings come back as Weather Alert v1 alerts under the simulator's
+   * v1 ids (`v1IdOf`): what is owed is keyed by those.
+   */
+  source?: 'v1';
 }
 
 export async function startFaultRun(
@@ -176,9 +187,21 @@ export async function startFaultRun(
 ): Promise<FaultRun> {
   process.stdout.write(`seed ${seed}\n`);
   const plan = planStorm(seed, options);
-  const owed = owedBy(plan);
+  const storedId = options.source === 'v1' ? v1IdOf : (id: string) => id;
+  const owed = new Map(
+    [...owedBy(plan).values()].map((o) => {
+      const stored = { ...o, warningId: storedId(o.warningId) };
+      return [owedKey(o.subscriber, stored.warningId, o.eventType), stored] as const;
+    }),
+  );
   const h = await startPipelineHarness({
-    env: { POLL_INTERVAL_SECONDS: '1', HTTP_PORT: '0', LOG_LEVEL: 'warn', ...options.env },
+    env: {
+      POLL_INTERVAL_SECONDS: '1',
+      HTTP_PORT: '0',
+      LOG_LEVEL: 'warn',
+      ...(options.source ? { QWEATHER_ALERT_SOURCE: options.source } : {}),
+      ...options.env,
+    },
   });
   const db = h.database.db;
 
@@ -187,9 +210,11 @@ export async function startFaultRun(
   // `options.emailGroup` says.
   const emailGroup = options.emailGroup ?? 'none';
   await db.execute(sql`
-    INSERT INTO places (id, name)
+    INSERT INTO places (id, name, lat, lon)
     SELECT * FROM unnest(${sql.param(plan.places.map((p) => p.id))}::text[],
-                         ${sql.param(plan.places.map((p) => p.name))}::text[])`);
+                         ${sql.param(plan.places.map((p) => p.name))}::text[],
+                         ${sql.param(plan.places.map((p) => p.lat))}::float8[],
+                         ${sql.param(plan.places.map((p) => p.lon))}::float8[])`);
   for (const s of plan.subscribers) {
     const id =
       s.channel === 'email'
@@ -263,7 +288,7 @@ export async function startFaultRun(
       for (const place of plan.places) h.sim.setWarnings(place.id, phase.get(place.id) ?? []);
     },
     async waitForPhase(n, timeoutMs = 60_000) {
-      const ids = [...(plan.phases[n]?.values() ?? [])].flat().map((r) => r.id);
+      const ids = [...(plan.phases[n]?.values() ?? [])].flat().map((r) => storedId(r.id));
       await waitUntil(
         async () => {
           const [row] = await queryRows<{ n: number }>(

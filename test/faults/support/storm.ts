@@ -73,7 +73,8 @@ export interface StormSubscriber {
 
 export interface StormPlan {
   seed: number;
-  places: { id: string; name: string }[];
+  /** With their coordinates: a v1 run watches each place at its point. */
+  places: { id: string; name: string; lat: number; lon: number }[];
   subscribers: StormSubscriber[];
   /** The warnings each place shows, phase by phase (full states: the simulator's view). */
   phases: Map<string, V7WarningRecord[]>[];
@@ -108,7 +109,7 @@ export function planStorm(seed: number, options: StormOptions = {}): StormPlan {
     (p, i, all) => p.iso === 'CN' && all.findIndex((q) => q.id === p.id) === i,
   )
     .slice(0, placeCount)
-    .map((p) => ({ id: p.id, name: p.name }));
+    .map((p) => ({ id: p.id, name: p.name, lat: p.lat, lon: p.lon }));
   if (places.length < placeCount) throw new Error(`only ${places.length} built-in places`);
   // Whole minutes: the id carries the minute, so the same plan gives the same ids.
   const pubTime = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
