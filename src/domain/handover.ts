@@ -5,8 +5,14 @@
  * still open from v7 at the same place continues it: it is tracked under the v7 id subscribers
  * know (its own id kept as `v1Id`), so detection sees a known warning again and announces
  * nothing; a later v1 update or cancel naming that alert names the v7 id too, and its expiry is
- * the expiry of the v7 warning. A v7 warning no v1 alert continues ends by the usual miss rule.
- * Pure: no I/O.
+ * the expiry of the v7 warning. The v1 twin of a v7 warning may never be seen: updated or
+ * cancelled between v7's last answer and v1's first, it is gone from v1's answers (an alert a
+ * later one supersedes is no longer returned), and the update or cancel names an id nobody
+ * knows. That id is then taken for the twin of the open v7 warning the message can replace
+ * (`mayReplace`), so the message is told as its update or cancel and the v7 warning closes with
+ * it: read as a continuation, a same-level update went untold; read as news, the v7 warning
+ * later expired under it, an all-clear while its update was in force. A v7 warning no v1 alert
+ * continues or replaces ends by the usual miss rule. Pure: no I/O.
  */
 import type { TrackedWarning } from './detect.js';
 import { parseInstant, type Warning } from './warning.js';
@@ -67,21 +73,34 @@ export function continues(open: Warning, next: Warning): boolean {
 }
 
 /**
- * Pairs v1 alerts with the open v7 warnings they continue, one to one: among the pairs that
- * match, the closest issue times first (ties by id, so the result does not depend on order).
- * Returns v1 alert id → v7 warning id.
+ * Whether the v1 update or cancel `next`, which names an alert never seen, may replace the v7
+ * warning `open` (both at one place): same type, same sender when both name one, and issued no
+ * earlier than the warning (within the tolerance, as the two sources' times differ). The level
+ * may differ: an update often changes it.
  */
-export function matchHandover(
-  openV7: readonly Warning[],
-  freshV1: readonly Warning[],
-): Map<string, string> {
-  const pairs: { gap: number; v7: string; v1: string }[] = [];
-  for (const open of openV7) {
-    for (const next of freshV1) {
-      if (!continues(open, next)) continue;
-      pairs.push({ gap: issueGapMs(open, next)!, v7: open.id, v1: next.id });
-    }
-  }
+function mayReplace(open: Warning, next: Warning): boolean {
+  const openTime = parseInstant(open.pubTime);
+  const nextTime = parseInstant(next.pubTime);
+  return (
+    openTime !== null &&
+    nextTime !== null &&
+    nextTime.getTime() >= openTime.getTime() - HANDOVER_TIME_TOLERANCE_MS &&
+    sameType(open, next) &&
+    sameSender(open, next)
+  );
+}
+
+interface HandoverPair {
+  gap: number;
+  v7: string;
+  v1: string;
+}
+
+/**
+ * Takes pairs one to one, the closest issue times first (ties by id, so the result does not
+ * depend on order). Returns v1 id → v7 id.
+ */
+function oneToOne(pairs: HandoverPair[]): Map<string, string> {
   pairs.sort((a, b) => a.gap - b.gap || compare(a.v7, b.v7) || compare(a.v1, b.v1));
   const matched = new Map<string, string>();
   const taken = new Set<string>();
@@ -94,12 +113,50 @@ export function matchHandover(
 }
 
 /**
+ * Pairs v1 alerts with the open v7 warnings they continue, one to one: among the pairs that
+ * match, the closest issue times first. Returns v1 alert id → v7 warning id.
+ */
+export function matchHandover(
+  openV7: readonly Warning[],
+  freshV1: readonly Warning[],
+): Map<string, string> {
+  const pairs: HandoverPair[] = [];
+  for (const open of openV7) {
+    for (const next of freshV1) {
+      if (!continues(open, next)) continue;
+      pairs.push({ gap: issueGapMs(open, next)!, v7: open.id, v1: next.id });
+    }
+  }
+  return oneToOne(pairs);
+}
+
+/**
+ * Pairs v1 updates and cancels that name an alert never seen with the open v7 warnings they may
+ * replace (`mayReplace`), one to one, the closest issue times first. Returns message id → v7
+ * warning id.
+ */
+function matchReplacements(
+  openV7: readonly Warning[],
+  messages: readonly Warning[],
+): Map<string, string> {
+  const pairs: HandoverPair[] = [];
+  for (const open of openV7) {
+    for (const next of messages) {
+      if (mayReplace(open, next))
+        pairs.push({ gap: issueGapMs(open, next)!, v7: open.id, v1: next.id });
+    }
+  }
+  return oneToOne(pairs);
+}
+
+/**
  * The answer of one v1 point as detection should see it, given what is tracked there: alerts
  * that continue a v7 warning (known from an earlier answer, or matched now) carry the v7 id,
- * and every link to such an alert names the v7 id first, then the alert's own. Alerts first
- * seen now that match no open v7 warning, and cancel messages, stay as they are (a cancel is
- * never a continuation: it is news, told as `cancel`). Returns the answer itself when no v7
- * warning is tracked at the point.
+ * and every link to such an alert names the v7 id first, then the alert's own. So does a link
+ * to an alert never seen from an update or cancel matched now with the v7 warning it replaces.
+ * A cancel is never a continuation: it is news, told as `cancel`. Alerts first seen now that
+ * match no open v7 warning stay as they are. Returns the answer itself when no v7 warning is
+ * tracked at the point.
  */
 export function continueHandedOver(
   tracked: readonly TrackedWarning[],
@@ -118,10 +175,42 @@ export function continueHandedOver(
   if (alias.size === 0 && candidates.length === 0) return answer;
 
   if (candidates.length > 0) {
-    const fresh = answer.filter(
-      (w) => w.id !== '' && w.status !== 'cancel' && !trackedIds.has(w.id) && !alias.has(w.id),
+    const inAnswer = new Set(answer.map((w) => w.id));
+    const fresh = answer.filter((w) => w.id !== '' && !trackedIds.has(w.id) && !alias.has(w.id));
+    // Links to alerts known nowhere: not tracked, not continued, not in this answer.
+    const unseen = new Map(
+      fresh.map((w) => [
+        w.id,
+        w.related.filter(
+          (id) =>
+            id !== '' && id !== w.id && !trackedIds.has(id) && !alias.has(id) && !inAnswer.has(id),
+        ),
+      ]),
     );
-    for (const [v1Id, v7Id] of matchHandover(candidates, fresh)) alias.set(v1Id, v7Id);
+    const linksUnseen = (w: Warning) => unseen.get(w.id)!.length > 0;
+    let open = candidates;
+    const take = (matched: Map<string, string>) => {
+      const taken = new Set(matched.values());
+      open = open.filter((w) => !taken.has(w.id));
+      return matched;
+    };
+    // Twins first: the closest match. A cancel is never a continuation.
+    const plain = fresh.filter((w) => w.status !== 'cancel' && !linksUnseen(w));
+    for (const [v1Id, v7Id] of take(matchHandover(open, plain))) alias.set(v1Id, v7Id);
+    // The twin of a v7 update names what it replaced, which v1 no longer returns either.
+    const linking = fresh.filter((w) => w.status !== 'active' && linksUnseen(w));
+    const twinsOfUpdates = take(
+      matchHandover(
+        open.filter((w) => w.related.length > 0),
+        linking.filter((w) => w.status !== 'cancel'),
+      ),
+    );
+    for (const [v1Id, v7Id] of twinsOfUpdates) alias.set(v1Id, v7Id);
+    // The rest update or cancel the unseen twin of an open v7 warning: the link names it.
+    const replacing = linking.filter((w) => !twinsOfUpdates.has(w.id));
+    for (const [messageId, v7Id] of take(matchReplacements(open, replacing))) {
+      alias.set(unseen.get(messageId)![0]!, v7Id);
+    }
   }
   if (alias.size === 0) return answer;
 

@@ -218,9 +218,114 @@ describe('the v7 → v1 handover', () => {
     expect(continues({ ...open, typeCode: '11B03' }, same)).toBe(true);
   });
 
-  it('never takes a cancel message for a continuation', () => {
+  it('never takes a cancel message for a continuation, and ends with it the warning it replaces', () => {
     const open = warning('W');
     const cancel = v1Alert('C', { status: 'cancel', related: ['A-unseen'] });
-    expect(continueHandedOver(tracked([open]), [cancel])).toEqual([cancel]);
+    const [seen] = continueHandedOver(tracked([open]), [cancel]);
+    // Under its own id, naming the v7 warning whose twin it cancels, then that twin.
+    expect(seen).toEqual({ ...cancel, related: ['W', 'A-unseen'] });
+  });
+
+  // The v1 twin of a v7 warning updated or cancelled between v7's last answer and v1's first is
+  // never seen: v1 no longer returns an alert a later one supersedes, and the message names an id
+  // nobody knows. Each open warning here is of its own type, so which one a message replaces is
+  // not ambiguous.
+  it('tells an update or cancel of a twin never seen as the update or cancel of the v7 warning, never its expiry', () => {
+    const fate = fc.constantFrom('twin', 'update', 'cancel', 'gone');
+    const openOfOwnType = fc.uniqueArray(
+      fc.record({
+        type: fc.constantFrom(...TYPES),
+        level: fc.constantFrom(...LEVELS),
+        sender: fc.option(fc.constantFrom(...SENDERS), { nil: null }),
+        ageMinutes: fc.integer({ min: 0, max: 24 * 60 }),
+        fate,
+        newLevel: fc.constantFrom(...LEVELS),
+        laterMinutes: fc.integer({ min: -59, max: 12 * 60 }),
+      }),
+      { minLength: 1, maxLength: 4, selector: (s) => s.type },
+    );
+    fc.assert(
+      fc.property(openOfOwnType, (open) => {
+        const v7 = v7Warnings(open.map((s) => ({ ...s, counterpart: null })));
+        const answer: Warning[] = [];
+        open.forEach((s, i) => {
+          const pubTime = iso(Date.parse(v7[i]!.pubTime!) + s.laterMinutes * MINUTE_MS);
+          const base = { typeCode: s.type, typeName: null, sender: s.sender, pubTime };
+          if (s.fate === 'twin') {
+            answer.push(
+              v1Alert(`V1-${i}`, {
+                ...base,
+                level: s.level,
+                color: COLORS[s.level]!,
+                pubTime: v7[i]!.pubTime,
+              }),
+            );
+          } else if (s.fate !== 'gone') {
+            const level = s.fate === 'update' ? s.newLevel : s.level;
+            answer.push(
+              v1Alert(`V1-${s.fate}-${i}`, {
+                ...base,
+                level,
+                color: COLORS[level]!,
+                status: s.fate,
+                related: [`V1-unseen-${i}`],
+              }),
+            );
+          }
+        });
+
+        // Two answers alike: a warning missing from both ends by the miss rule.
+        let state = tracked(v7);
+        const events: ReturnType<typeof detectChanges>['events'] = [];
+        for (const minutes of [0, 5]) {
+          const now = new Date(T0.getTime() + minutes * MINUTE_MS);
+          const result = detectChanges({
+            tracked: state,
+            fetch: { ok: true, warnings: continueHandedOver(state, answer) },
+            now,
+          });
+          events.push(...result.events);
+          state = applyDetectResult(state, result, now);
+        }
+
+        expect(events.filter((e) => e.type === 'new')).toEqual([]);
+        open.forEach((s, i) => {
+          const v7Id = v7[i]!.id;
+          const about = events.filter((e) => e.warningId === v7Id || e.supersedes.includes(v7Id));
+          if (s.fate === 'twin') {
+            expect(about).toEqual([]);
+          } else if (s.fate === 'gone') {
+            expect(about.map((e) => [e.type, e.warningId])).toEqual([['expired', v7Id]]);
+          } else {
+            // Told once, under the message's own id, naming the warning subscribers know first.
+            expect(about.map((e) => [e.type, e.warningId])).toEqual([
+              [s.fate, `V1-${s.fate}-${i}`],
+            ]);
+            expect(about[0]!.supersedes).toEqual([v7Id, `V1-unseen-${i}`]);
+            expect(state.find((t) => t.id === v7Id)?.state).toBe(
+              s.fate === 'update' ? 'superseded' : 'cancelled',
+            );
+          }
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('takes an update naming an alert never seen for the twin of a v7 update at its level and time', () => {
+    // v7's warning W2 updated W1; its v1 twin names W1's twin, which v1 no longer returns.
+    const w1 = warning('W1', { pubTime: '2026-07-01T06:00+08:00' });
+    const w2 = warning('W2', { status: 'update', related: ['W1'] });
+    const state: TrackedWarning[] = [
+      { ...tracked([w1])[0]!, state: 'superseded' },
+      ...tracked([w2]),
+    ];
+    const twin = v1Alert('V1-W2', { status: 'update', related: ['V1-W1'] });
+    expect(continueHandedOver(state, [twin])).toEqual([
+      { ...twin, id: 'W2', v1Id: 'V1-W2', related: ['V1-W1'] },
+    ]);
+    // At another level it is not W2's twin but its update.
+    const update = { ...twin, id: 'V1-U', level: '橙色' as const, color: 'orange' };
+    expect(continueHandedOver(state, [update])).toEqual([{ ...update, related: ['W2', 'V1-W1'] }]);
   });
 });
