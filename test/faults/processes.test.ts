@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/db/client.js';
 import { createRng, type Rng } from './support/storm.js';
 import { expectNothingLostOrSplit } from './support/expect.js';
 import { report, startFaultRun, type FaultRun, type FaultRunOptions } from './support/harness.js';
@@ -51,6 +53,17 @@ describe('worker processes killed with SIGKILL', () => {
     });
   });
 
+  // The default source across the retirement of v7 (INTERFACE §9): phase 0 told from v7, then
+  // v7 retired while the kills go on; the points take over what v7 told without telling it
+  // again, and later phases are told from v1.
+  it('auto: v7 retired mid-storm while workers are killed tells nothing twice', async () => {
+    run = await killOneOfTwoInAStorm(7006, 20, {
+      emailSubscribers: 45,
+      webhookSubscribers: 15,
+      source: 'handover',
+    });
+  });
+
   it('the only worker killed mid-cycle and restarted loses nothing', async () => {
     const seed = 7002;
     run = await startFaultRun(seed, { places: 24, emailSubscribers: 24, webhookSubscribers: 8 });
@@ -84,8 +97,17 @@ async function killOneOfTwoInAStorm(
   const rng = createRng(seed);
   const r = await startFaultRun(seed, { extraPhases: 2, ...options });
   try {
-    await killOneOfTwoWhileThePhasesRun(r, rng, kills);
+    await killOneOfTwoWhileThePhasesRun(r, rng, kills, (phase) => {
+      if (phase === 0 && options.source === 'handover') r.h.sim.retireV7();
+    });
     await r.settle({ timeoutMs: 120_000 });
+    if (options.source === 'handover') {
+      const [row] = await queryRows<{ source: string }>(
+        r.h.database.db,
+        sql`SELECT source FROM upstream_source`,
+      );
+      expect(row?.source).toBe('v1');
+    }
     const outcome = await r.outcome();
     const grouped = options.emailGroup === 'cycle' ? await carriedByOthers(r) : undefined;
     const source = options.source ? `${options.source}: ` : '';
@@ -127,10 +149,16 @@ async function carriedByOthers(r: FaultRun): Promise<number> {
 }
 
 /**
- * Two workers; the storm's phases shown one after another, each waited for until detected, while
- * one worker is killed `kills` times at random moments and replaced each time.
+ * Two workers; the storm's phases shown one after another, each waited for until detected (then
+ * `afterPhase`), while one worker is killed `kills` times at random moments and replaced each
+ * time.
  */
-async function killOneOfTwoWhileThePhasesRun(r: FaultRun, rng: Rng, kills: number): Promise<void> {
+async function killOneOfTwoWhileThePhasesRun(
+  r: FaultRun,
+  rng: Rng,
+  kills: number,
+  afterPhase: (phase: number) => void = () => {},
+): Promise<void> {
   r.showPhase(0);
   r.startWorker();
   let victim = r.startWorker();
@@ -138,6 +166,7 @@ async function killOneOfTwoWhileThePhasesRun(r: FaultRun, rng: Rng, kills: numbe
     for (let phase = 0; phase < r.plan.phases.length; phase += 1) {
       if (phase > 0) r.showPhase(phase);
       await r.waitForPhase(phase, 120_000);
+      afterPhase(phase);
     }
   })();
   for (let kill = 0; kill < kills; kill += 1) {

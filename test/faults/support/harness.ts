@@ -94,7 +94,7 @@ export interface FaultRun {
   startWorker(extraEnv?: Record<string, string>): WorkerProcess;
   /** Serves phase `n` of the storm (a full state: places not in it have no warnings). */
   showPhase(n: number): void;
-  /** Resolves once every warning of phase `n` is in the store (detected by some check). */
+  /** Resolves once every warning of phase `n` is in the store (detected by some check, at one row or more). */
   waitForPhase(n: number, timeoutMs?: number): Promise<void>;
   /**
    * Moves the ledger's clock forward until nothing is left to do: retrying rows made due now
@@ -173,12 +173,14 @@ export interface FaultRunOptions extends StormOptions {
    */
   emailGroup?: 'none' | 'cycle';
   /**
-   * The upstream the workers poll (`QWEATHER_ALERT_SOURCE`; default: none set, so `auto`, which
-   * polls v7 until it is retired). With `'v1'` every watched place is checked at its point every
+   * The upstream the workers poll. Default: `QWEATHER_ALERT_SOURCE` unset, so `auto`, which
+   * polls v7 until it is retired. With `'v1'` every watched place is checked at its point every
    * cycle, and the storm's warnings come back as Weather Alert v1 alerts under the simulator's
-   * v1 ids (`v1IdOf`): what is owed is keyed by those.
+   * v1 ids (`v1IdOf`): what is owed is keyed by those. `'handover'` is `auto` with v7 retired
+   * by the test once phase 0 is detected: phase 0's warnings are owed under their v7 ids, what
+   * later phases bring under v1's.
    */
-  source?: 'v1';
+  source?: 'v1' | 'handover';
 }
 
 export async function startFaultRun(
@@ -187,7 +189,15 @@ export async function startFaultRun(
 ): Promise<FaultRun> {
   process.stdout.write(`seed ${seed}\n`);
   const plan = planStorm(seed, options);
-  const storedId = options.source === 'v1' ? v1IdOf : (id: string) => id;
+  const toldFromV7 = new Set(
+    options.source === 'handover'
+      ? [...(plan.phases[0]?.values() ?? [])].flat().map((w) => w.id)
+      : [],
+  );
+  const storedId = (id: string) =>
+    options.source === 'v1' || (options.source === 'handover' && !toldFromV7.has(id))
+      ? v1IdOf(id)
+      : id;
   const owed = new Map(
     [...owedBy(plan).values()].map((o) => {
       const stored = { ...o, warningId: storedId(o.warningId) };
@@ -199,7 +209,7 @@ export async function startFaultRun(
       POLL_INTERVAL_SECONDS: '1',
       HTTP_PORT: '0',
       LOG_LEVEL: 'warn',
-      ...(options.source ? { QWEATHER_ALERT_SOURCE: options.source } : {}),
+      ...(options.source === 'v1' ? { QWEATHER_ALERT_SOURCE: 'v1' } : {}),
       ...options.env,
     },
   });
@@ -293,7 +303,7 @@ export async function startFaultRun(
         async () => {
           const [row] = await queryRows<{ n: number }>(
             db,
-            sql`SELECT count(*)::int AS n FROM warnings
+            sql`SELECT count(DISTINCT warning_id)::int AS n FROM warnings
                 WHERE warning_id = ANY(${sql.param(ids)}::text[])`,
           );
           return row!.n === ids.length;
