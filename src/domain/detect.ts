@@ -6,6 +6,7 @@
  * an end time in the past do) and 4 (update and cancel follow the `related` chain).
  */
 import { impliedEnd, parseInstant, type Warning } from './warning.js';
+import { issueGapMs, mayReplace, oneToOne, type MatchPair } from './warning-match.js';
 
 export type TrackedState = 'open' | 'superseded' | 'cancelled' | 'expired';
 
@@ -96,7 +97,7 @@ export function detectChanges(input: DetectInput): DetectResult {
   // A threshold below one would expire a warning on the very answer that first lacks it.
   const expireAfterMisses = Math.max(1, Math.floor(settings.expireAfterMisses));
   const known = indexTracked(tracked);
-  const answer = dedupeAnswer(fetch.warnings);
+  const answer = linkMissedReplacements(known, dedupeAnswer(fetch.warnings));
   const replaced = replacedIds(answer);
 
   const next = new Map<string, TrackedWarning>();
@@ -207,6 +208,54 @@ function indexTracked(tracked: readonly TrackedWarning[]): Map<string, TrackedWa
     if (!other || entry.lastSeen.getTime() >= other.lastSeen.getTime()) byId.set(entry.id, entry);
   }
   return byId;
+}
+
+/**
+ * Links an update or cancel that names only warnings never seen to the open warning it
+ * replaces. Between two answers a warning may be updated twice, or updated while the call
+ * failed: the answer then holds the second update, naming the first, which was never seen, and
+ * nothing names the warning we track. Left alone, that warning would expire under its own
+ * update, an all-clear while the update is in force. An open tracked warning missing from the
+ * answer and named by nothing in it is taken as replaced by such a message when the message
+ * may replace it (same type, same sender when both name one, issued no earlier: `mayReplace`),
+ * one to one, the closest issue times first. The message's link then names it first, so it is
+ * closed by the link and the event supersedes it. v1 points see this across the v7 handover
+ * too, where the twin of a v7 warning may never be seen (src/domain/handover.ts).
+ */
+function linkMissedReplacements(
+  known: ReadonlyMap<string, TrackedWarning>,
+  answer: Map<string, Warning>,
+): Map<string, Warning> {
+  // A message linked so before keeps its link: its record as stored names the warning first.
+  for (const w of answer.values()) {
+    const stored = known.get(w.id)?.warning.related;
+    const extra = stored ? stored.length - w.related.length : 0;
+    if (extra > 0 && w.related.every((id, i) => stored![extra + i] === id)) {
+      answer.set(w.id, { ...w, related: [...stored!] });
+    }
+  }
+  const named = new Set([...answer.values()].flatMap((w) => relatedIds(w)));
+  const orphans = [...known.values()].filter(
+    (t) => t.state === 'open' && !answer.has(t.id) && !named.has(t.id),
+  );
+  if (orphans.length === 0) return answer;
+  const messages = [...answer.values()].filter((w) => {
+    if (w.status === 'active' || known.has(w.id)) return false;
+    const links = relatedIds(w);
+    return links.length > 0 && links.every((id) => !known.has(id) && !answer.has(id));
+  });
+  const pairs: MatchPair[] = [];
+  for (const orphan of orphans) {
+    for (const message of messages) {
+      if (!mayReplace(orphan.warning, message)) continue;
+      pairs.push({ gap: issueGapMs(orphan.warning, message)!, known: orphan.id, next: message.id });
+    }
+  }
+  for (const [messageId, orphanId] of oneToOne(pairs)) {
+    const message = answer.get(messageId)!;
+    answer.set(messageId, { ...message, related: [orphanId, ...message.related] });
+  }
+  return answer;
 }
 
 /** Ids that an update or cancel in this answer replaces; a cancel outranks an update. */

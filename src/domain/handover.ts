@@ -15,50 +15,19 @@
  * continues or replaces ends by the usual miss rule. Pure: no I/O.
  */
 import type { TrackedWarning } from './detect.js';
-import { parseInstant, type Warning } from './warning.js';
+import type { Warning } from './warning.js';
+import {
+  ISSUE_TIME_TOLERANCE_MS,
+  issueGapMs,
+  oneToOne,
+  sameLevel,
+  sameSender,
+  sameType,
+  type MatchPair,
+} from './warning-match.js';
 
 /** Issue times of one warning as v7 and v1 report it differ by minutes; an hour is generous. */
-export const HANDOVER_TIME_TOLERANCE_MS = 60 * 60 * 1000;
-
-/** v7's old type codes 11B01…11B99 are today's 1001…1099. */
-function typeCodeOf(warning: Warning): string | null {
-  const code = warning.typeCode?.trim();
-  if (!code) return null;
-  const old = /^11B(\d\d)$/i.exec(code);
-  return old ? `10${old[1]}` : code;
-}
-
-function sameType(a: Warning, b: Warning): boolean {
-  const codeA = typeCodeOf(a);
-  const codeB = typeCodeOf(b);
-  if (codeA && codeB) return codeA === codeB;
-  const nameA = a.typeName?.trim();
-  const nameB = b.typeName?.trim();
-  return !!nameA && nameA === nameB;
-}
-
-/** Same level on the 白色…红色 scale, else the same colour; unknown on both sides is no match. */
-function sameLevel(a: Warning, b: Warning): boolean {
-  if (a.level !== 'unknown' && b.level !== 'unknown') return a.level === b.level;
-  const colorA = a.color?.trim().toLowerCase();
-  const colorB = b.color?.trim().toLowerCase();
-  return !!colorA && colorA === colorB;
-}
-
-/** Compared only when both name one: either source may leave the sender out. */
-function sameSender(a: Warning, b: Warning): boolean {
-  const senderA = a.sender?.trim();
-  const senderB = b.sender?.trim();
-  return !senderA || !senderB || senderA === senderB;
-}
-
-/** How far apart the two issue times are; null when either is missing (no match then). */
-function issueGapMs(a: Warning, b: Warning): number | null {
-  const timeA = parseInstant(a.pubTime);
-  const timeB = parseInstant(b.pubTime);
-  if (!timeA || !timeB) return null;
-  return Math.abs(timeA.getTime() - timeB.getTime());
-}
+export const HANDOVER_TIME_TOLERANCE_MS = ISSUE_TIME_TOLERANCE_MS;
 
 /** Whether the v1 alert `next` continues the v7 warning `open` (both at one place). */
 export function continues(open: Warning, next: Warning): boolean {
@@ -73,46 +42,6 @@ export function continues(open: Warning, next: Warning): boolean {
 }
 
 /**
- * Whether the v1 update or cancel `next`, which names an alert never seen, may replace the v7
- * warning `open` (both at one place): same type, same sender when both name one, and issued no
- * earlier than the warning (within the tolerance, as the two sources' times differ). The level
- * may differ: an update often changes it.
- */
-function mayReplace(open: Warning, next: Warning): boolean {
-  const openTime = parseInstant(open.pubTime);
-  const nextTime = parseInstant(next.pubTime);
-  return (
-    openTime !== null &&
-    nextTime !== null &&
-    nextTime.getTime() >= openTime.getTime() - HANDOVER_TIME_TOLERANCE_MS &&
-    sameType(open, next) &&
-    sameSender(open, next)
-  );
-}
-
-interface HandoverPair {
-  gap: number;
-  v7: string;
-  v1: string;
-}
-
-/**
- * Takes pairs one to one, the closest issue times first (ties by id, so the result does not
- * depend on order). Returns v1 id → v7 id.
- */
-function oneToOne(pairs: HandoverPair[]): Map<string, string> {
-  pairs.sort((a, b) => a.gap - b.gap || compare(a.v7, b.v7) || compare(a.v1, b.v1));
-  const matched = new Map<string, string>();
-  const taken = new Set<string>();
-  for (const pair of pairs) {
-    if (matched.has(pair.v1) || taken.has(pair.v7)) continue;
-    matched.set(pair.v1, pair.v7);
-    taken.add(pair.v7);
-  }
-  return matched;
-}
-
-/**
  * Pairs v1 alerts with the open v7 warnings they continue, one to one: among the pairs that
  * match, the closest issue times first. Returns v1 alert id → v7 warning id.
  */
@@ -120,30 +49,11 @@ export function matchHandover(
   openV7: readonly Warning[],
   freshV1: readonly Warning[],
 ): Map<string, string> {
-  const pairs: HandoverPair[] = [];
+  const pairs: MatchPair[] = [];
   for (const open of openV7) {
     for (const next of freshV1) {
       if (!continues(open, next)) continue;
-      pairs.push({ gap: issueGapMs(open, next)!, v7: open.id, v1: next.id });
-    }
-  }
-  return oneToOne(pairs);
-}
-
-/**
- * Pairs v1 updates and cancels that name an alert never seen with the open v7 warnings they may
- * replace (`mayReplace`), one to one, the closest issue times first. Returns message id → v7
- * warning id.
- */
-function matchReplacements(
-  openV7: readonly Warning[],
-  messages: readonly Warning[],
-): Map<string, string> {
-  const pairs: HandoverPair[] = [];
-  for (const open of openV7) {
-    for (const next of messages) {
-      if (mayReplace(open, next))
-        pairs.push({ gap: issueGapMs(open, next)!, v7: open.id, v1: next.id });
+      pairs.push({ gap: issueGapMs(open, next)!, known: open.id, next: next.id });
     }
   }
   return oneToOne(pairs);
@@ -206,11 +116,8 @@ export function continueHandedOver(
       ),
     );
     for (const [v1Id, v7Id] of twinsOfUpdates) alias.set(v1Id, v7Id);
-    // The rest update or cancel the unseen twin of an open v7 warning: the link names it.
-    const replacing = linking.filter((w) => !twinsOfUpdates.has(w.id));
-    for (const [messageId, v7Id] of take(matchReplacements(open, replacing))) {
-      alias.set(unseen.get(messageId)![0]!, v7Id);
-    }
+    // The rest may update or cancel the unseen twin of an open v7 warning: detection links
+    // such a message to the warning it replaces (`linkMissedReplacements`), whatever the source.
   }
   if (alias.size === 0) return answer;
 
@@ -223,8 +130,4 @@ export function continueHandedOver(
     if (v7Id) return { ...w, id: v7Id, v1Id: w.id, related };
     return related.length === w.related.length ? w : { ...w, related };
   });
-}
-
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -123,6 +123,48 @@ describe('detectChanges', () => {
     expect(tracked.map((entry) => entry.id)).toEqual(['B']);
   });
 
+  // Updated twice between two answers (or once while the call failed): the answer holds the
+  // second update, naming the first, which was never seen, and nothing names A.
+  it('takes an update naming only warnings never seen as the update of the open warning it may replace', () => {
+    const a = warning('A');
+    const c = warning('C', { status: 'update', related: ['B'], level: '橙色', color: 'orange' });
+    const first = step([open(a)], answer(c), at(1));
+    expect(first.result.events.map((e) => [e.type, e.warningId, e.supersedes])).toEqual([
+      ['update', 'C', ['A', 'B']],
+    ]);
+    expect(first.tracked.find((t) => t.id === 'A')?.state).toBe('superseded');
+    // Never an all-clear for A, and the same answer again changes nothing.
+    let state = first.tracked;
+    for (const minutes of [2, 3, 4]) {
+      const again = step(state, answer(c), at(minutes));
+      expect(again.result.events).toEqual([]);
+      expect(again.result.changes).toEqual([]);
+      state = again.tracked;
+    }
+    // A cancel in the same place cancels it.
+    const cancel = warning('X', { status: 'cancel', related: ['B'] });
+    const cancelled = step([open(a)], answer(cancel), at(1));
+    expect(cancelled.result.events.map((e) => [e.type, e.warningId, e.supersedes])).toEqual([
+      ['cancel', 'X', ['A', 'B']],
+    ]);
+  });
+
+  it('replaces nothing with an update of another type, sender or an earlier time', () => {
+    const a = warning('A', { pubTime: '2026-07-01T08:00+08:00' });
+    const unlike = [
+      warning('C1', { status: 'update', related: ['B'], typeCode: '1001', typeName: '台风' }),
+      warning('C2', { status: 'update', related: ['B'], sender: '浙江省气象台' }),
+      warning('C3', { status: 'update', related: ['B'], pubTime: '2026-07-01T06:30+08:00' }),
+    ];
+    for (const c of unlike) {
+      const first = step([open(a)], answer(c), at(1));
+      expect(first.result.events.map((e) => [e.type, e.supersedes])).toEqual([['update', ['B']]]);
+      // A ends by the miss rule.
+      const second = step(first.tracked, answer(c), at(2));
+      expect(second.result.events.map((e) => [e.type, e.warningId])).toEqual([['expired', 'A']]);
+    }
+  });
+
   it('announces an update or cancel with no related ids on its own status', () => {
     const u = warning('U', { status: 'update', related: [] });
     const c = warning('C', { status: 'cancel', related: [] });

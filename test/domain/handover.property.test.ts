@@ -221,9 +221,15 @@ describe('the v7 → v1 handover', () => {
   it('never takes a cancel message for a continuation, and ends with it the warning it replaces', () => {
     const open = warning('W');
     const cancel = v1Alert('C', { status: 'cancel', related: ['A-unseen'] });
-    const [seen] = continueHandedOver(tracked([open]), [cancel]);
-    // Under its own id, naming the v7 warning whose twin it cancels, then that twin.
-    expect(seen).toEqual({ ...cancel, related: ['W', 'A-unseen'] });
+    const state = tracked([open]);
+    const seen = continueHandedOver(state, [cancel]);
+    expect(seen).toEqual([cancel]);
+    // Detection links it to the v7 warning whose twin it cancels, which it closes.
+    const result = detectChanges({ tracked: state, fetch: { ok: true, warnings: seen }, now: T0 });
+    expect(result.events.map((e) => [e.type, e.warningId, e.supersedes])).toEqual([
+      ['cancel', 'C', ['W', 'A-unseen']],
+    ]);
+    expect(result.changes.find((t) => t.id === 'W')?.state).toBe('cancelled');
   });
 
   // The v1 twin of a v7 warning updated or cancelled between v7's last answer and v1's first is
@@ -324,8 +330,19 @@ describe('the v7 → v1 handover', () => {
     expect(continueHandedOver(state, [twin])).toEqual([
       { ...twin, id: 'W2', v1Id: 'V1-W2', related: ['V1-W1'] },
     ]);
-    // At another level it is not W2's twin but its update.
-    const update = { ...twin, id: 'V1-U', level: '橙色' as const, color: 'orange' };
-    expect(continueHandedOver(state, [update])).toEqual([{ ...update, related: ['W2', 'V1-W1'] }]);
+    // At another level, naming W2's twin, it is not that twin: detection tells it as W2's update.
+    const update = {
+      ...twin,
+      id: 'V1-U',
+      level: '橙色' as const,
+      color: 'orange',
+      related: ['V1-W2'],
+    };
+    const seen = continueHandedOver(state, [update]);
+    expect(seen).toEqual([update]);
+    const result = detectChanges({ tracked: state, fetch: { ok: true, warnings: seen }, now: T0 });
+    expect(result.events.map((e) => [e.type, e.warningId, e.supersedes])).toEqual([
+      ['update', 'V1-U', ['W2', 'V1-W2']],
+    ]);
   });
 });
