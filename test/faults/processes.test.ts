@@ -53,6 +53,18 @@ describe('worker processes killed with SIGKILL', () => {
     });
   });
 
+  // v1 area alerts: one alert id at the points of one to four places, each point checked by
+  // either worker, so that two checks may detect one alert at once for a subscriber watching
+  // both (the alerts' locks, the other points' reports).
+  it('v1: area alerts seen at several points, workers killed 20 times, each told once', async () => {
+    run = await killOneOfTwoInAStorm(7007, 20, {
+      emailSubscribers: 45,
+      webhookSubscribers: 15,
+      source: 'v1',
+      areaAlerts: true,
+    });
+  });
+
   // The default source across the retirement of v7 (INTERFACE §9): phase 0 told from v7, then
   // v7 retired while the kills go on; the points take over what v7 told without telling it
   // again, and later phases are told from v1.
@@ -110,7 +122,7 @@ async function killOneOfTwoInAStorm(
     }
     const outcome = await r.outcome();
     const grouped = options.emailGroup === 'cycle' ? await carriedByOthers(r) : undefined;
-    const source = options.source ? `${options.source}: ` : '';
+    const source = `${options.source ? `${options.source}: ` : ''}${options.areaAlerts ? 'area alerts, ' : ''}`;
     const emails = options.emailGroup === 'cycle' ? ', emails grouped by cycle' : '';
     report(`${source}kill -9 one of two workers, ${kills} times${emails}`, outcome, {
       kills,

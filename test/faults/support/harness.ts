@@ -6,6 +6,7 @@ import { queryRows } from '../../../src/db/client.js';
 import type { Runtime } from '../../../src/pipeline/runtime.js';
 import { messageIdFor } from '../../../src/channels/email.js';
 import { runSweep } from '../../../src/pipeline/sweep.js';
+import { pointAt } from '../../../src/domain/points.js';
 import { v1IdOf } from '../../../src/simulator/v7-in-v1.js';
 import { waitUntil } from '../../support/wait.js';
 import type { ScriptedResponse } from '../../support/webhook-receiver.js';
@@ -189,13 +190,19 @@ export async function startFaultRun(
 ): Promise<FaultRun> {
   process.stdout.write(`seed ${seed}\n`);
   const plan = planStorm(seed, options);
+  const pointOf = new Map(plan.places.map((p) => [p.id, pointAt(p.lat, p.lon)?.key]));
   const toldFromV7 = new Set(
     options.source === 'handover'
       ? [...(plan.phases[0]?.values() ?? [])].flat().map((w) => w.id)
       : [],
   );
+  const v7Ids = new Set(
+    plan.phases.flatMap((phase) => [...phase.values()].flat().map((w) => w.id)),
+  );
+  // A v7 warning served through v1 comes back under its v1 id; an area alert is v1's already.
   const storedId = (id: string) =>
-    options.source === 'v1' || (options.source === 'handover' && !toldFromV7.has(id))
+    v7Ids.has(id) &&
+    (options.source === 'v1' || (options.source === 'handover' && !toldFromV7.has(id)))
       ? v1IdOf(id)
       : id;
   const owed = new Map(
@@ -296,17 +303,25 @@ export async function startFaultRun(
       const phase = plan.phases[n];
       if (!phase) throw new Error(`the storm has no phase ${n}`);
       for (const place of plan.places) h.sim.setWarnings(place.id, phase.get(place.id) ?? []);
+      if (options.areaAlerts) h.sim.setAlerts(plan.areaPhases[n]!);
     },
     async waitForPhase(n, timeoutMs = 60_000) {
       const ids = [...(plan.phases[n]?.values() ?? [])].flat().map((r) => storedId(r.id));
+      // An area alert is waited for at every point of its area, so that no point skips it.
+      const areaRows = (plan.areaPhases[n] ?? []).flatMap((a) => {
+        const area = plan.warnings.find((w) => w.id === a.alert.id)!.placeIds;
+        const points = new Set(area.map((id) => pointOf.get(id)!));
+        return [...points].map((point) => `${a.alert.id} ${point}`);
+      });
       await waitUntil(
         async () => {
-          const [row] = await queryRows<{ n: number }>(
+          const [row] = await queryRows<{ n: number; m: number }>(
             db,
-            sql`SELECT count(DISTINCT warning_id)::int AS n FROM warnings
-                WHERE warning_id = ANY(${sql.param(ids)}::text[])`,
+            sql`SELECT count(DISTINCT warning_id) FILTER (WHERE warning_id = ANY(${sql.param(ids)}::text[]))::int AS n,
+                       count(*) FILTER (WHERE warning_id || ' ' || place_id = ANY(${sql.param(areaRows)}::text[]))::int AS m
+                FROM warnings`,
           );
-          return row!.n === ids.length;
+          return row!.n === ids.length && row!.m === areaRows.length;
         },
         `phase ${n} detected`,
         timeoutMs,

@@ -1,5 +1,10 @@
 import { BUILTIN_PLACE_ROWS } from '../../../src/simulator/places.js';
-import { v7Warning, type V7WarningRecord } from '../../../src/simulator/index.js';
+import {
+  v1Alert,
+  v7Warning,
+  type V1AreaAlert,
+  type V7WarningRecord,
+} from '../../../src/simulator/index.js';
 
 /**
  * A storm: many places, a few warnings each, many subscribers with filters, and the set of
@@ -47,14 +52,14 @@ const TYPE_CODES = ['1001', '1003', '1004', '1006', '1009', '1014', '1017'] as c
 type EventKind = 'new' | 'update' | 'cancel' | 'expired';
 
 export interface StormWarning {
-  placeId: string;
+  /** Where it is in force: one place for a v7 warning, one or more for a v1 area alert. */
+  placeIds: readonly string[];
   id: string;
   typeCode: string;
   level: Level;
   /** 'new' for a first issue, 'update' for a record that replaces `replaces`. */
   event: 'new' | 'update';
   replaces: string | null;
-  record: V7WarningRecord;
 }
 
 export interface StormFilter {
@@ -78,6 +83,8 @@ export interface StormPlan {
   subscribers: StormSubscriber[];
   /** The warnings each place shows, phase by phase (full states: the simulator's view). */
   phases: Map<string, V7WarningRecord[]>[];
+  /** The v1 area alerts in force, phase by phase (full states; none in a storm of places). */
+  areaPhases: V1AreaAlert[][];
   /** Every warning any phase introduces. */
   warnings: StormWarning[];
 }
@@ -90,6 +97,11 @@ export interface StormOptions {
   placesPerSubscriber?: [number, number];
   /** Phases after the first; each updates or adds warnings at some places. */
   extraPhases?: number;
+  /**
+   * Weather Alert v1 area alerts instead of v7 warnings of one place each: every alert covers
+   * one to four places, and one alert id is seen at every point of its area.
+   */
+  areaAlerts?: boolean;
 }
 
 function randomFilter(rng: Rng): StormFilter {
@@ -114,7 +126,9 @@ export function planStorm(seed: number, options: StormOptions = {}): StormPlan {
   // Whole minutes: the id carries the minute, so the same plan gives the same ids.
   const pubTime = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 60_000);
 
+  if (options.areaAlerts) return planAreaStorm(seed, rng, places, pubTime, options);
   const warnings: StormWarning[] = [];
+  const records = new Map<string, V7WarningRecord>();
   const current = new Map<string, StormWarning[]>();
   const make = (
     placeId: string,
@@ -133,13 +147,20 @@ export function planStorm(seed: number, options: StormOptions = {}): StormPlan {
       status: event === 'update' ? 'update' : 'active',
       ...(replaces ? { related: replaces.id } : {}),
     });
-    const w = { placeId, id: record.id, typeCode, level, event, replaces: replaces?.id ?? null };
-    const full = { ...w, record };
-    warnings.push(full);
-    return full;
+    const w = {
+      placeIds: [placeId],
+      id: record.id,
+      typeCode,
+      level,
+      event,
+      replaces: replaces?.id ?? null,
+    };
+    warnings.push(w);
+    records.set(w.id, record);
+    return w;
   };
   const snapshot = () =>
-    new Map([...current].map(([place, list]) => [place, list.map((w) => w.record)]));
+    new Map([...current].map(([place, list]) => [place, list.map((w) => records.get(w.id)!)]));
 
   const phases: Map<string, V7WarningRecord[]>[] = [];
   for (const place of places) {
@@ -164,6 +185,15 @@ export function planStorm(seed: number, options: StormOptions = {}): StormPlan {
     phases.push(snapshot());
   }
 
+  const subscribers = stormSubscribers(rng, places, options);
+  return { seed, places, subscribers, phases, areaPhases: phases.map(() => []), warnings };
+}
+
+function stormSubscribers(
+  rng: Rng,
+  places: readonly { id: string }[],
+  options: StormOptions,
+): StormSubscriber[] {
   const subscribers: StormSubscriber[] = [];
   const [minPlaces, maxPlaces] = options.placesPerSubscriber ?? [8, 24];
   const addSubscribers = (count: number, channel: 'email' | 'webhook') => {
@@ -180,7 +210,86 @@ export function planStorm(seed: number, options: StormOptions = {}): StormPlan {
   };
   addSubscribers(options.emailSubscribers ?? 50, 'email');
   addSubscribers(options.webhookSubscribers ?? 20, 'webhook');
-  return { seed, places, subscribers, phases, warnings };
+  return subscribers;
+}
+
+/**
+ * The v1 flavour of `planStorm`: area alerts of one to four places each (ids as v1 gives them,
+ * sender and type fixed per alert), later phases updating some (the update covers the area of
+ * the alert it replaces and perhaps one place more; v1 stops returning the replaced alert) and
+ * adding others. Areas never shrink, so nothing is owed an end.
+ */
+function planAreaStorm(
+  seed: number,
+  rng: Rng,
+  places: StormPlan['places'],
+  pubTime: Date,
+  options: StormOptions,
+): StormPlan {
+  const warnings: StormWarning[] = [];
+  const current: { warning: StormWarning; alert: V1AreaAlert }[] = [];
+  const make = (
+    placeIds: string[],
+    seq: number,
+    event: 'new' | 'update',
+    replaces: StormWarning | null,
+  ) => {
+    const typeCode = replaces?.typeCode ?? rng.pick(TYPE_CODES);
+    const level = rng.pick(LEVEL_ORDER.slice(1));
+    const alert = v1Alert({
+      area: { locationIds: placeIds },
+      // Shaped as the simulator's v1 ids are (V1 and 18 hex digits), as the emails show them.
+      id: `V1${String(seed * 10_000 + seq).padStart(18, '0')}`,
+      typeCode,
+      level,
+      issuedTime: pubTime,
+      messageType: event === 'update' ? 'update' : 'alert',
+      supersedes: replaces ? [replaces.id] : [],
+      senderName: '中央气象台',
+    });
+    const warning = {
+      placeIds,
+      id: alert.alert.id,
+      typeCode,
+      level,
+      event,
+      replaces: replaces?.id ?? null,
+    };
+    warnings.push(warning);
+    return { warning, alert };
+  };
+  const area = () => rng.sample(places, rng.int(1, 4)).map((p) => p.id);
+  let seq = 0;
+  const alertCount = Math.ceil(places.length / 2);
+  for (let i = 0; i < alertCount; i += 1) current.push(make(area(), (seq += 1), 'new', null));
+  const areaPhases = [current.map((c) => c.alert)];
+  for (let phase = 1; phase <= (options.extraPhases ?? 0); phase += 1) {
+    // Each alert is made or changed at most once a phase, so that each is served for a while.
+    const changed = new Set<number>();
+    for (let i = 0; i < Math.ceil(alertCount / 4); i += 1) {
+      const index = rng.int(0, current.length - 1);
+      if (rng.chance(0.6) && !changed.has(index)) {
+        changed.add(index);
+        const old = current[index]!.warning;
+        const grown = [
+          ...new Set([...old.placeIds, ...(rng.chance(0.5) ? area().slice(0, 1) : [])]),
+        ];
+        current[index] = make(grown, (seq += 1), 'update', old);
+      } else {
+        changed.add(current.push(make(area(), (seq += 1), 'new', null)) - 1);
+      }
+    }
+    areaPhases.push(current.map((c) => c.alert));
+  }
+  const subscribers = stormSubscribers(rng, places, options);
+  return {
+    seed,
+    places,
+    subscribers,
+    phases: areaPhases.map(() => new Map<string, V7WarningRecord[]>()),
+    areaPhases,
+    warnings,
+  };
 }
 
 export interface Owed {
@@ -209,7 +318,7 @@ export function owedBy(plan: StormPlan): Map<string, Owed> {
   for (const s of plan.subscribers) {
     const watched = new Set(s.places);
     for (const w of plan.warnings) {
-      if (!watched.has(w.placeId) || !wants(s.filter, w)) continue;
+      if (!w.placeIds.some((p) => watched.has(p)) || !wants(s.filter, w)) continue;
       owed.set(owedKey(s.address, w.id, w.event), {
         subscriber: s.address,
         channel: s.channel,
