@@ -45,8 +45,16 @@ describe('upstream failures', () => {
     run = undefined;
   });
 
-  // v7 (the default source until it is retired: a list call, then a check per listed place)
-  // and Weather Alert v1 (a call per watched point), each failing in every way.
+  // v7 (the default source until it is retired: a list call, then a check per listed place),
+  // failing in every way, and Weather Alert v1 (a call per watched point) in the ways whose
+  // reading differs by endpoint: the waits, retries and decoding bounds are one transport's,
+  // which v7's faults cover (the v1 hang, 429s and gzip bomb ran once, on 2026-11-28).
+  const V1_KINDS = new Set([
+    'HTTP 500',
+    'malformed JSON',
+    'corrupt gzip',
+    'HTTP 200 with code "500"',
+  ]);
   const SOURCES = [
     { label: '', source: undefined, operations: ['warningList', 'warningNow'], seeds: 7201 },
     { label: 'v1: ', source: 'v1', operations: ['weatherAlert'], seeds: 7211 },
@@ -54,6 +62,7 @@ describe('upstream failures', () => {
 
   for (const { label, source, operations, seeds } of SOURCES) {
     TRANSIENT.forEach(({ name, fault, env }, index) => {
+      if (source === 'v1' && !V1_KINDS.has(name)) return;
       it(`${label}${name}: delays the storm, loses nothing, ends nothing`, async () => {
         const seed = seeds + index;
         run = await startFaultRun(seed, {
