@@ -8,11 +8,11 @@
  * the expiry of the v7 warning. The v1 twin of a v7 warning may never be seen: updated or
  * cancelled between v7's last answer and v1's first, it is gone from v1's answers (an alert a
  * later one supersedes is no longer returned), and the update or cancel names an id nobody
- * knows. That id is then taken for the twin of the open v7 warning the message can replace
- * (`mayReplace`), so the message is told as its update or cancel and the v7 warning closes with
- * it: read as a continuation, a same-level update went untold; read as news, the v7 warning
- * later expired under it, an all-clear while its update was in force. A v7 warning no v1 alert
- * continues or replaces ends by the usual miss rule. Pure: no I/O.
+ * knows. Detection links such a message to the open v7 warning it can replace, as it does for
+ * any source (`linkMissedReplacements`, src/domain/detect.ts), so it is told as that warning's
+ * update or cancel; only the twin of a v7 update, which names an unseen alert too, is matched
+ * here. A v7 warning no v1 alert continues or replaces ends by the usual miss rule. Pure: no
+ * I/O.
  */
 import type { TrackedWarning } from './detect.js';
 import type { Warning } from './warning.js';
@@ -62,9 +62,8 @@ export function matchHandover(
 /**
  * The answer of one v1 point as detection should see it, given what is tracked there: alerts
  * that continue a v7 warning (known from an earlier answer, or matched now) carry the v7 id,
- * and every link to such an alert names the v7 id first, then the alert's own. So does a link
- * to an alert never seen from an update or cancel matched now with the v7 warning it replaces.
- * A cancel is never a continuation: it is news, told as `cancel`. Alerts first seen now that
+ * and every link to such an alert names the v7 id first, then the alert's own. A cancel is
+ * never a continuation: it is news, told as `cancel`. Alerts first seen now that
  * match no open v7 warning stay as they are. Returns the answer itself when no v7 warning is
  * tracked at the point.
  */
@@ -87,35 +86,21 @@ export function continueHandedOver(
   if (candidates.length > 0) {
     const inAnswer = new Set(answer.map((w) => w.id));
     const fresh = answer.filter((w) => w.id !== '' && !trackedIds.has(w.id) && !alias.has(w.id));
-    // Links to alerts known nowhere: not tracked, not continued, not in this answer.
-    const unseen = new Map(
-      fresh.map((w) => [
-        w.id,
-        w.related.filter(
-          (id) =>
-            id !== '' && id !== w.id && !trackedIds.has(id) && !alias.has(id) && !inAnswer.has(id),
-        ),
-      ]),
-    );
-    const linksUnseen = (w: Warning) => unseen.get(w.id)!.length > 0;
-    let open = candidates;
-    const take = (matched: Map<string, string>) => {
-      const taken = new Set(matched.values());
-      open = open.filter((w) => !taken.has(w.id));
-      return matched;
-    };
+    // Whether it links to an alert known nowhere: not tracked, not continued, not in the answer.
+    const linksUnseen = (w: Warning) =>
+      w.related.some(
+        (id) =>
+          id !== '' && id !== w.id && !trackedIds.has(id) && !alias.has(id) && !inAnswer.has(id),
+      );
     // Twins first: the closest match. A cancel is never a continuation.
     const plain = fresh.filter((w) => w.status !== 'cancel' && !linksUnseen(w));
-    for (const [v1Id, v7Id] of take(matchHandover(open, plain))) alias.set(v1Id, v7Id);
+    const twins = matchHandover(candidates, plain);
+    for (const [v1Id, v7Id] of twins) alias.set(v1Id, v7Id);
     // The twin of a v7 update names what it replaced, which v1 no longer returns either.
-    const linking = fresh.filter((w) => w.status !== 'active' && linksUnseen(w));
-    const twinsOfUpdates = take(
-      matchHandover(
-        open.filter((w) => w.related.length > 0),
-        linking.filter((w) => w.status !== 'cancel'),
-      ),
-    );
-    for (const [v1Id, v7Id] of twinsOfUpdates) alias.set(v1Id, v7Id);
+    const continued = new Set(twins.values());
+    const openUpdates = candidates.filter((w) => w.related.length > 0 && !continued.has(w.id));
+    const linking = fresh.filter((w) => w.status === 'update' && linksUnseen(w));
+    for (const [v1Id, v7Id] of matchHandover(openUpdates, linking)) alias.set(v1Id, v7Id);
     // The rest may update or cancel the unseen twin of an open v7 warning: detection links
     // such a message to the warning it replaces (`linkMissedReplacements`), whatever the source.
   }

@@ -12,6 +12,10 @@ import { report, startFaultRun, type FaultRun, type FaultRunOptions } from './su
  * each under one id (DESIGN invariants 1 and 2).
  */
 
+/** The storms of the two-worker kills: both channels, or mostly emails grouped by cycle. */
+const MIXED = { emailSubscribers: 45, webhookSubscribers: 15 } as const;
+const GROUPED = { emailSubscribers: 40, webhookSubscribers: 6, emailGroup: 'cycle' } as const;
+
 describe('worker processes killed with SIGKILL', () => {
   let run: FaultRun | undefined;
   afterEach(async () => {
@@ -20,60 +24,38 @@ describe('worker processes killed with SIGKILL', () => {
   });
 
   it('one of two workers killed 20 times at random moments loses nothing', async () => {
-    run = await killOneOfTwoInAStorm(7001, 20, { emailSubscribers: 45, webhookSubscribers: 15 });
+    run = await killOneOfTwoInAStorm(7001, 20, MIXED);
   });
 
   it('workers killed while cycle emails collect and go lose and repeat nothing', async () => {
     // The email default: what a cycle owes a subscriber goes in one email when the cycle's
     // checks are done. Kills land between a check joining a cycle message, the cycle's release
     // and the batch job that sends it.
-    run = await killOneOfTwoInAStorm(7003, 12, {
-      emailSubscribers: 40,
-      webhookSubscribers: 6,
-      emailGroup: 'cycle',
-    });
+    run = await killOneOfTwoInAStorm(7003, 12, GROUPED);
   });
 
   // Weather Alert v1, which replaces v7: every watched place checked at its point every cycle,
   // the point's lock, the alerts' locks and the detection in other statements than v7's.
   it('v1: one of two workers killed 20 times at random moments loses nothing', async () => {
-    run = await killOneOfTwoInAStorm(7004, 20, {
-      emailSubscribers: 45,
-      webhookSubscribers: 15,
-      source: 'v1',
-    });
+    run = await killOneOfTwoInAStorm(7004, 20, { ...MIXED, source: 'v1' });
   });
 
   it('v1: workers killed while cycle emails collect and go lose and repeat nothing', async () => {
-    run = await killOneOfTwoInAStorm(7005, 12, {
-      emailSubscribers: 40,
-      webhookSubscribers: 6,
-      emailGroup: 'cycle',
-      source: 'v1',
-    });
+    run = await killOneOfTwoInAStorm(7005, 12, { ...GROUPED, source: 'v1' });
   });
 
   // v1 area alerts: one alert id at the points of one to four places, each point checked by
   // either worker, so that two checks may detect one alert at once for a subscriber watching
   // both (the alerts' locks, the other points' reports).
   it('v1: area alerts seen at several points, workers killed 20 times, each told once', async () => {
-    run = await killOneOfTwoInAStorm(7007, 20, {
-      emailSubscribers: 45,
-      webhookSubscribers: 15,
-      source: 'v1',
-      areaAlerts: true,
-    });
+    run = await killOneOfTwoInAStorm(7007, 20, { ...MIXED, source: 'v1', areaAlerts: true });
   });
 
-  // The default source across the retirement of v7 (INTERFACE §9): phase 0 told from v7, then
+  // The default source across the retirement of v7 (INTERFACE §10): phase 0 told from v7, then
   // v7 retired while the kills go on; the points take over what v7 told without telling it
   // again, and later phases are told from v1.
   it('auto: v7 retired mid-storm while workers are killed tells nothing twice', async () => {
-    run = await killOneOfTwoInAStorm(7006, 20, {
-      emailSubscribers: 45,
-      webhookSubscribers: 15,
-      source: 'handover',
-    });
+    run = await killOneOfTwoInAStorm(7006, 20, { ...MIXED, source: 'handover' });
   });
 
   it('the only worker killed mid-cycle and restarted loses nothing', async () => {
