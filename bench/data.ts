@@ -326,7 +326,13 @@ export interface ScenarioState {
   readonly expectedEvents: Record<EventType, number>;
 }
 
-const NO_EVENTS = (): Record<EventType, number> => ({ new: 0, update: 0, cancel: 0, expired: 0 });
+const NO_EVENTS = (): Record<EventType, number> => ({
+  new: 0,
+  update: 0,
+  cancel: 0,
+  expired: 0,
+  resumed: 0,
+});
 
 function pickLevel(random: () => number): KnownLevel {
   let roll = random();

@@ -223,6 +223,7 @@ interface CycleRow {
   events_update: number;
   events_cancel: number;
   events_expired: number;
+  events_resumed: number;
   finished_at: Date | null;
 }
 
@@ -314,7 +315,7 @@ export async function runScenario(
   const [cycle] = await queryRows<CycleRow>(
     ctx.db,
     sql`SELECT status, listed, planned, checked, upstream_errors, events_new, events_update,
-          events_cancel, events_expired, finished_at
+          events_cancel, events_expired, events_resumed, finished_at
         FROM poll_cycles WHERE id = ${cycleId}`,
   );
   if (!cycle) throw new Error(`bench: cycle ${cycleId} vanished`);
@@ -373,6 +374,7 @@ export async function runScenario(
     update: cycle.events_update,
     cancel: cycle.events_cancel,
     expired: cycle.events_expired,
+    resumed: cycle.events_resumed,
   };
   const correctness = await checkCorrectness(env, {
     name,

@@ -53,6 +53,7 @@ const envSchema = z.object({
   POLL_INTERVAL_SECONDS: optional(int(1, 86_400)),
   CHECK_ALL_LISTED: optional(bool),
   EXPIRE_AFTER_MISSES: optional(int(1, 100)),
+  EXPIRE_AFTER_SECONDS: optional(int(0, 86_400)),
   CHECK_CONCURRENCY: optional(int(1, 1000)),
   DELIVERY_CONCURRENCY: optional(int(1, 1000)),
   SMTP_URL: optional(z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')),
@@ -61,7 +62,7 @@ const envSchema = z.object({
       .string()
       .refine(
         (v) => parseMailFrom(v) !== undefined,
-        'must hold an email address, e.g. "qwn alerts <alerts@example.com>"',
+        'must hold one email address on one line, e.g. "qwn alerts <alerts@example.com>"',
       ),
   ),
   WEBHOOK_ALLOW_PRIVATE: optional(bool),
@@ -115,6 +116,8 @@ export interface Config {
   readonly pollIntervalSeconds: number;
   readonly checkAllListed: boolean;
   readonly expireAfterMisses: number;
+  /** The least time from a warning's last sighting to the miss that ends it (INTERFACE §11). */
+  readonly expireAfterSeconds: number;
   readonly checkConcurrency: number;
   readonly deliveryConcurrency: number;
   readonly smtpUrl: string | undefined;
@@ -228,6 +231,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     pollIntervalSeconds: e.POLL_INTERVAL_SECONDS ?? 300,
     checkAllListed: e.CHECK_ALL_LISTED ?? false,
     expireAfterMisses: e.EXPIRE_AFTER_MISSES ?? 2,
+    // Three default poll periods: an upstream that blinks a warning out for a cycle or two must
+    // not make qwn announce its end.
+    expireAfterSeconds: e.EXPIRE_AFTER_SECONDS ?? 900,
     // A check mostly waits, on the upstream and on its transaction: 16 at once finished a
     // storm's 1,592 checks in 11.6 s instead of 20 s on two cores (BENCHMARKS.md), and with a
     // slow upstream they keep QWEATHER_QPM, not the workers, the limit.

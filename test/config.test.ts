@@ -77,9 +77,27 @@ describe('loadConfig', () => {
     // Without an address every email would be refused at send time: say so at start-up.
     for (const bad of ['QWN Alerts', 'alerts', '<>', 'QWN <alerts at example.com>']) {
       expect(() => loadConfig({ MAIL_FROM: bad })).toThrow(
-        /^MAIL_FROM: must hold an email address/,
+        /^MAIL_FROM: must hold one email address on one line/,
       );
     }
+  });
+
+  it('refuses a MAIL_FROM that could add a header or a second sender (INTERFACE §11)', () => {
+    for (const bad of [
+      'qwn <alerts@example.com>\r\nBcc: victim@evil.example',
+      'qwn <alerts@example.com>\nReply-To: x@evil.example',
+      'alerts@example.com\u0000',
+      'alerts@example.com, attacker@evil.example',
+      'alerts@example.com; attacker@evil.example',
+    ]) {
+      expect(() => loadConfig({ MAIL_FROM: bad })).toThrow(/^MAIL_FROM: /);
+    }
+  });
+
+  it('reads EXPIRE_AFTER_SECONDS, 900 by default and 0 allowed', () => {
+    expect(loadConfig({}).expireAfterSeconds).toBe(900);
+    expect(loadConfig({ EXPIRE_AFTER_SECONDS: '0' }).expireAfterSeconds).toBe(0);
+    expect(() => loadConfig({ EXPIRE_AFTER_SECONDS: '-1' })).toThrow(/^EXPIRE_AFTER_SECONDS: /);
   });
 
   it('reads PUBLIC_URL as a base URL and wants a long UNSUBSCRIBE_SECRET, never echoed', () => {

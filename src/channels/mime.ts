@@ -28,11 +28,18 @@ export interface MimeEmail {
   boundary: string;
 }
 
-/** The sender of a From value such as `"qwn" <alerts@example.com>`; undefined without one. */
+/**
+ * The sender of a From value such as `"qwn" <alerts@example.com>`; undefined unless it is one
+ * address on one line (a CR or LF would let the value add header fields of its own).
+ */
 export function parseMailFrom(from: string): MimeAddress | undefined {
-  const [first] = addressparser(from, { flatten: true });
-  const address = first?.address ?? '';
-  return /^[^@\s<>]+@[^@\s<>]+$/.test(address) ? { name: first!.name, address } : undefined;
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x1f\x7f]/.test(from)) return undefined;
+  const parsed = addressparser(from, { flatten: true });
+  const [first] = parsed;
+  if (parsed.length !== 1 || !first) return undefined;
+  const address = first.address ?? '';
+  return /^[^@\s<>,;"]+@[^@\s<>,;"]+$/.test(address) ? { name: first.name, address } : undefined;
 }
 
 export class MimeHeaderError extends Error {

@@ -24,7 +24,10 @@ import {
 
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 const LEVEL_SQL = sql.raw(`'白色','蓝色','黄色','橙色','红色'`);
+/** What a subscription's `events` filter may list: `resumed` goes with `expired`. */
 const EVENT_SQL = sql.raw(`'new','update','cancel','expired'`);
+/** Every event type; `resumed` is a warning back in force after its end was told. */
+const EVENT_TYPE_SQL = sql.raw(`'new','update','cancel','expired','resumed'`);
 
 /** A subscribed place: a Location ID (v7) with what rendering needs. */
 export const places = pgTable(
@@ -247,7 +250,11 @@ export const warnings = pgTable(
     firstSeen: tstz('first_seen').notNull(),
     lastSeen: tstz('last_seen').notNull(),
     misses: integer('misses').notNull().default(0),
+    /** When the cycle that counted its last miss started (src/domain/detect.ts, countsAsMiss). */
+    lastMissAt: tstz('last_miss_at'),
     closedAt: tstz('closed_at'),
+    /** How often it came back after its end was told (INTERFACE §11, "Back in force"). */
+    occurrence: integer('occurrence').notNull().default(0),
   },
   (t) => [
     primaryKey({ name: 'warnings_pk', columns: [t.placeId, t.warningId] }),
@@ -264,6 +271,7 @@ export const warnings = pgTable(
     check('warnings_level', sql`${t.level} IN (${LEVEL_SQL}, 'unknown')`),
     check('warnings_status', sql`${t.status} IN ('active', 'update', 'cancel')`),
     check('warnings_misses', sql`${t.misses} >= 0`),
+    check('warnings_occurrence', sql`${t.occurrence} >= 0`),
     check('warnings_closed', sql`(${t.state} = 'open') = (${t.closedAt} IS NULL)`),
   ],
 );
@@ -307,6 +315,9 @@ export const pollCycles = pgTable(
     eventsUpdate: integer('events_update').notNull().default(0),
     eventsCancel: integer('events_cancel').notNull().default(0),
     eventsExpired: integer('events_expired').notNull().default(0),
+    eventsResumed: integer('events_resumed').notNull().default(0),
+    /** Records of the cycle's answers that could not be read (INTERFACE §11). */
+    skippedRecords: integer('skipped_records').notNull().default(0),
     deliveriesCreated: integer('deliveries_created').notNull().default(0),
     error: text('error'),
     /** The warning source the cycle polled: v7 or v1 (INTERFACE §10). */
@@ -343,17 +354,19 @@ export const events = pgTable(
     record: jsonb('record').notNull(),
     /** v1: `metadata.attributions` of the answer the event came from; null for v7. */
     attributions: text('attributions').array(),
+    /** The warning's occurrence: a warning that resumed has its `expired` once per occurrence. */
+    occurrence: integer('occurrence').notNull().default(0),
     detectedAt: tstz('detected_at').notNull().defaultNow(),
   },
   (t) => [
-    unique('events_place_warning_type').on(t.placeId, t.warningId, t.type),
+    unique('events_place_warning_type').on(t.placeId, t.warningId, t.type, t.occurrence),
     index('events_cycle_idx').on(t.cycleId),
     // Retention finds old events by age (src/pipeline/retention.ts).
     index('events_detected_idx').on(t.detectedAt),
     // A v1 check asks whether another point reported its alerts this cycle (`reportedElsewhere`,
     // src/pipeline/check-point.ts): by cycle alone, it read every event of the cycle so far.
     index('events_warning_idx').on(t.warningId),
-    check('events_type', sql`${t.type} IN (${EVENT_SQL})`),
+    check('events_type', sql`${t.type} IN (${EVENT_TYPE_SQL})`),
   ],
 );
 
@@ -388,6 +401,8 @@ export const deliveries = pgTable(
     placeId: text('place_id').notNull(),
     warningId: text('warning_id').notNull(),
     eventType: text('event_type').notNull(),
+    /** The warning's occurrence (as on its event): one notification per occurrence. */
+    occurrence: integer('occurrence').notNull().default(0),
     channel: text('channel').notNull(),
     /**
      * The message that carries it. Written in the same statement as the message (no foreign
@@ -402,7 +417,7 @@ export const deliveries = pgTable(
     createdAt: tstz('created_at').notNull().defaultNow(),
   },
   (t) => [
-    unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType),
+    unique('deliveries_once').on(t.subscriberId, t.warningId, t.eventType, t.occurrence),
     // A direct notification is its own message (message_id = id): the primary key finds it.
     index('deliveries_message_idx')
       .on(t.messageId)
@@ -411,7 +426,7 @@ export const deliveries = pgTable(
     // deletes them with the event, without reading the whole table.
     index('deliveries_event_idx').on(t.eventId),
     index('deliveries_created_idx').on(t.createdAt),
-    check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_SQL})`),
+    check('deliveries_event_type', sql`${t.eventType} IN (${EVENT_TYPE_SQL})`),
     check('deliveries_channel', sql`${t.channel} IN ('email', 'webhook', 'robot')`),
   ],
 );

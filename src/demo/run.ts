@@ -188,8 +188,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       QWEATHER_API_KEY: SIMULATOR_KEY,
       QWEATHER_ALERT_SOURCE: 'v7',
       WARNING_RANGE: 'cn',
-      // The storyline's rainstorm ends by going missing from two checks in a row.
+      // The storyline's rainstorm ends by going missing from two cycles' checks, which the demo
+      // runs seconds apart instead of over the quarter hour a real end needs.
       EXPIRE_AFTER_MISSES: '2',
+      EXPIRE_AFTER_SECONDS: '0',
       CHECK_ALL_LISTED: 'false',
       SMTP_URL: smtp.url,
       MAIL_FROM: 'qwn demo <alerts@qwn-demo.example>',

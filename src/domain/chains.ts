@@ -13,7 +13,7 @@ import { levelRank, type Level } from './warning.js';
  * 'ended'. A warning that began and ended (cancelled or expired) within the same message is
  * 'ended': for a reader catching up, it came and went, and there is nothing left to act on.
  */
-export type ChainChange = 'new' | 'updated' | 'cancelled' | 'ended';
+export type ChainChange = 'new' | 'updated' | 'cancelled' | 'ended' | 'resumed';
 
 export interface WarningChain {
   /** The notification that shows the chain's latest state. */
@@ -29,7 +29,7 @@ export interface WarningChain {
 
 /** Still in force: worth acting on, as opposed to cancelled or ended. */
 export function chainInForce(chain: WarningChain): boolean {
-  return chain.change === 'new' || chain.change === 'updated';
+  return chain.change === 'new' || chain.change === 'updated' || chain.change === 'resumed';
 }
 
 /** The event type whose wording says the chain's change (a 'new' + cancel reads as ended). */
@@ -38,11 +38,18 @@ export const CHANGE_EVENT: Record<ChainChange, EventType> = {
   updated: 'update',
   cancelled: 'cancel',
   ended: 'expired',
+  resumed: 'resumed',
 };
 
 // Within one instant, a cancellation or expiry is later than the update, which is later than the
-// warning itself: the same cycle may detect all three.
-const EVENT_ORDER: Record<EventType, number> = { new: 0, update: 1, cancel: 2, expired: 2 };
+// warning itself: the same cycle may detect all three. A warning back in force came after its end.
+const EVENT_ORDER: Record<EventType, number> = {
+  new: 0,
+  update: 1,
+  cancel: 2,
+  expired: 2,
+  resumed: 3,
+};
 
 class DisjointSets {
   private readonly parent = new Map<string, string>();
@@ -71,6 +78,8 @@ function changeOf(latest: Notification, began: boolean): ChainChange {
       return began ? 'ended' : 'cancelled';
     case 'expired':
       return 'ended';
+    case 'resumed':
+      return 'resumed';
   }
 }
 

@@ -1,9 +1,11 @@
 /**
  * Change detection: the warnings we track for one place, plus one upstream answer, give the
- * events to announce and the new state to store. Pure: the clock is passed in.
+ * events to announce and the new state to store. Pure: the clock and the cycle are passed in.
  *
- * DESIGN § Invariants 3 (a failed call never ends a warning; only repeated successful misses or
- * an end time in the past do) and 4 (update and cancel follow the `related` chain).
+ * DESIGN § Invariants 3 (only a well-formed answer can end a warning, and only when it is an
+ * end: misses in answers of different, later cycles over a minimum time, or an end time in the
+ * past; a warning told as ended that comes back is told as resumed) and 4 (update and cancel
+ * follow the `related` chain).
  */
 import { impliedEnd, parseInstant, type Warning } from './warning.js';
 import { issueGapMs, mayReplace, oneToOne, type MatchPair } from './warning-match.js';
@@ -17,15 +19,30 @@ export interface TrackedWarning {
   warning: Warning;
   firstSeen: Date;
   lastSeen: Date;
-  /** Consecutive successful answers without it. */
+  /** Successful answers of different cycles without it since it was last seen (`countsAsMiss`). */
   misses: number;
+  /** When the cycle whose answer counted the last miss started; null with no miss. */
+  lastMissAt: Date | null;
   closedAt: Date | null;
+  /**
+   * How often it came back after its end was told: 0, then 1 after its first `resumed`. An
+   * occurrence's `resumed` and `expired` are told once each (INTERFACE §11, "Back in force").
+   */
+  occurrence: number;
 }
 
-export type FetchOutcome = { ok: true; warnings: readonly Warning[] } | { ok: false };
+/**
+ * A successful answer, or a failed call. `skipped`: records of the answer that could not be
+ * read (src/qweather/records.ts); any one of them may be a tracked warning, so such an answer
+ * says nothing about what ended (INTERFACE §11).
+ */
+export type FetchOutcome =
+  { ok: true; warnings: readonly Warning[]; skipped?: number } | { ok: false };
 
 export interface DetectSettings {
   expireAfterMisses: number;
+  /** The least time from a warning's last sighting to the miss that ends it (EXPIRE_AFTER_SECONDS). */
+  expireAfterMs: number;
   reappearWindowMs: number;
 }
 
@@ -34,16 +51,18 @@ const HOUR_MS = 60 * 60 * 1000;
 /** Upstream ids are valid at most 72 hours, so a warning back within that time is the same one. */
 export const DEFAULT_DETECT_SETTINGS: DetectSettings = Object.freeze({
   expireAfterMisses: 2,
+  expireAfterMs: 15 * 60 * 1000,
   reappearWindowMs: 72 * HOUR_MS,
 });
 
-export type EventType = 'new' | 'update' | 'cancel' | 'expired';
+export type EventType = 'new' | 'update' | 'cancel' | 'expired' | 'resumed';
 
 export const EVENT_TYPES: readonly EventType[] = Object.freeze([
   'new',
   'update',
   'cancel',
   'expired',
+  'resumed',
 ]);
 
 /** A count per event type, all zero. */
@@ -52,6 +71,7 @@ export const NO_EVENTS = (): Record<EventType, number> => ({
   update: 0,
   cancel: 0,
   expired: 0,
+  resumed: 0,
 });
 
 export interface DetectedEvent {
@@ -60,8 +80,18 @@ export interface DetectedEvent {
   warningId: string;
   /** The record the notification is about. */
   warning: Warning;
-  /** Earlier ids this one updates or cancels ([] for new and expired). */
+  /** Earlier ids this one updates or cancels ([] for new, expired and resumed). */
   supersedes: string[];
+  /**
+   * The warning's occurrence (`TrackedWarning.occurrence`): part of the notification key, so the
+   * `expired` of a warning that resumed is told again. 0 for new, update and cancel.
+   */
+  occurrence: number;
+  /**
+   * Every earlier id of the chain known at this place, nearest first: who was told any of them
+   * was told this story (INTERFACE §11, "no end of a story they were not told"). Not stored.
+   */
+  chain: string[];
 }
 
 export interface DetectResult {
@@ -83,6 +113,12 @@ export interface DetectInput {
   tracked: readonly TrackedWarning[];
   fetch: FetchOutcome;
   now: Date;
+  /**
+   * When the poll cycle this answer belongs to started (default: `now`). A miss counts only in
+   * a cycle that began after the warning was last seen and after the cycle of its last miss: a
+   * re-run or a check job left over from an earlier cycle is never a second miss.
+   */
+  cycleStartedAt?: Date;
   settings?: DetectSettings;
 }
 
@@ -90,14 +126,18 @@ type ClosedByLink = 'superseded' | 'cancelled';
 
 export function detectChanges(input: DetectInput): DetectResult {
   const { tracked, fetch, now } = input;
+  const cycleStartedAt = input.cycleStartedAt ?? now;
   const settings = input.settings ?? DEFAULT_DETECT_SETTINGS;
   // Invariant 3: a failed call says nothing about whether a warning is still in force.
   if (!fetch.ok) return { events: [], changes: [], seen: [] };
+  // Nor does an answer with a record it could not read: that record may be any of them.
+  const evidenceOfEnds = (fetch.skipped ?? 0) === 0;
 
   // A threshold below one would expire a warning on the very answer that first lacks it.
   const expireAfterMisses = Math.max(1, Math.floor(settings.expireAfterMisses));
   const known = indexTracked(tracked);
-  const answer = linkMissedReplacements(known, dedupeAnswer(fetch.warnings));
+  const deduped = dedupeAnswer(fetch.warnings);
+  const answer = evidenceOfEnds ? linkMissedReplacements(known, deduped) : deduped;
   const replaced = replacedIds(answer);
 
   const next = new Map<string, TrackedWarning>();
@@ -108,7 +148,13 @@ export function detectChanges(input: DetectInput): DetectResult {
     const previous = known.get(warning.id);
     if (previous) seen.push(warning.id);
     if (previous && !isPastReappearWindow(previous, now, settings)) {
-      next.set(warning.id, seenAgain(previous, warning, now));
+      const again = seenAgain(previous, warning, now);
+      next.set(warning.id, again);
+      if (previous.state === 'expired' && again.state === 'open') {
+        // Back in force after its end was told: said once per reappearance, and its next end
+        // is told again (INTERFACE §11).
+        events.push(eventOf('resumed', again, []));
+      }
       continue;
     }
     const fresh = freshWarning(warning, replaced.get(warning.id), now);
@@ -126,17 +172,17 @@ export function detectChanges(input: DetectInput): DetectResult {
 
   for (const previous of known.values()) {
     if (answer.has(previous.id) || next.has(previous.id) || previous.state !== 'open') continue;
-    const misses = previous.misses + 1;
-    if (misses >= expireAfterMisses || hasEnded(previous.warning, now)) {
-      next.set(previous.id, { ...previous, misses, state: 'expired', closedAt: now });
-      events.push({
-        type: 'expired',
-        warningId: previous.id,
-        warning: previous.warning,
-        supersedes: [],
-      });
+    if (!evidenceOfEnds || !countsAsMiss(previous, cycleStartedAt)) continue;
+    const missed = { ...previous, misses: previous.misses + 1, lastMissAt: cycleStartedAt };
+    const enoughMisses =
+      missed.misses >= expireAfterMisses &&
+      now.getTime() - previous.lastSeen.getTime() >= settings.expireAfterMs;
+    if (enoughMisses || hasEnded(previous.warning, now)) {
+      const ended = { ...missed, state: 'expired' as const, closedAt: now };
+      next.set(previous.id, ended);
+      events.push(eventOf('expired', ended, []));
     } else {
-      next.set(previous.id, { ...previous, misses });
+      next.set(previous.id, missed);
     }
   }
 
@@ -147,7 +193,48 @@ export function detectChanges(input: DetectInput): DetectResult {
     })
     .sort((a, b) => compareIds(a.id, b.id));
 
+  const links = new Map([...known.values(), ...next.values()].map((t) => [t.id, t.warning]));
+  for (const event of events) event.chain = chainOf(event.warning, links);
   return { events: events.sort(compareEvents), changes, seen: seen.sort(compareIds) };
+}
+
+/**
+ * Whether an answer of the cycle that started at `cycleStartedAt` without this warning is one
+ * more miss: only when that cycle began after the warning was last seen and after the cycle
+ * that counted its last miss. A check job of an earlier cycle that runs late, or the same
+ * cycle's check again, is no new evidence (INTERFACE §11).
+ */
+export function countsAsMiss(entry: TrackedWarning, cycleStartedAt: Date): boolean {
+  const after = Math.max(entry.lastSeen.getTime(), entry.lastMissAt?.getTime() ?? -Infinity);
+  return cycleStartedAt.getTime() > after;
+}
+
+function eventOf(
+  type: EventType,
+  entry: Pick<TrackedWarning, 'id' | 'warning' | 'occurrence'>,
+  supersedes: string[],
+): DetectedEvent {
+  const occurrence = type === 'expired' || type === 'resumed' ? entry.occurrence : 0;
+  return { type, warningId: entry.id, warning: entry.warning, supersedes, occurrence, chain: [] };
+}
+
+/** The ids a warning replaces, and theirs, as far as this place knows them; nearest first. */
+function chainOf(warning: Warning, links: ReadonlyMap<string, Warning>): string[] {
+  const chain: string[] = [];
+  const seen = new Set([warning.id]);
+  let frontier = relatedIds(warning);
+  while (frontier.length > 0) {
+    const next: string[] = [];
+    for (const id of frontier) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      chain.push(id);
+      const earlier = links.get(id);
+      if (earlier) next.push(...relatedIds(earlier));
+    }
+    frontier = next;
+  }
+  return chain;
 }
 
 /**
@@ -163,7 +250,7 @@ export function applyDetectResult(
   const byId = indexTracked(tracked);
   for (const id of result.seen) {
     const previous = byId.get(id);
-    if (previous) byId.set(id, { ...previous, lastSeen: now, misses: 0 });
+    if (previous) byId.set(id, { ...previous, lastSeen: now, misses: 0, lastMissAt: null });
   }
   for (const change of result.changes) byId.set(change.id, change);
   return [...byId.values()].filter(
@@ -279,15 +366,18 @@ function isPastReappearWindow(entry: TrackedWarning, now: Date, settings: Detect
   );
 }
 
-/** A tracked warning in this answer again: no event, only fresher content and timestamps. */
+/**
+ * A tracked warning in this answer again: fresher content and timestamps. Superseded and
+ * cancelled warnings the upstream still returns stay closed, silently; an expired one back
+ * within the window is in force again, one occurrence later (the caller tells it as resumed),
+ * unless it comes back as a cancel.
+ */
 function seenAgain(previous: TrackedWarning, warning: Warning, now: Date): TrackedWarning {
-  const refreshed = { ...previous, warning, lastSeen: now, misses: 0 };
-  // Superseded and cancelled warnings the upstream still returns stay closed, silently; an
-  // expired one back within the window was only missing for a while (invariant 3).
+  const refreshed = { ...previous, warning, lastSeen: now, misses: 0, lastMissAt: null };
   if (previous.state !== 'expired') return refreshed;
   return warning.status === 'cancel'
     ? { ...refreshed, state: 'cancelled', closedAt: previous.closedAt ?? now }
-    : { ...refreshed, state: 'open', closedAt: null };
+    : { ...refreshed, state: 'open', closedAt: null, occurrence: previous.occurrence + 1 };
 }
 
 function freshWarning(
@@ -295,18 +385,26 @@ function freshWarning(
   replacedAs: ClosedByLink | undefined,
   now: Date,
 ): { tracked: TrackedWarning; event: DetectedEvent | null } {
-  const base = { id: warning.id, warning, firstSeen: now, lastSeen: now, misses: 0 };
+  const base = {
+    id: warning.id,
+    warning,
+    firstSeen: now,
+    lastSeen: now,
+    misses: 0,
+    lastMissAt: null,
+    occurrence: 0,
+  };
   if (warning.status === 'cancel') {
     // Stored closed at once: a cancel message is never announced as new and never expires.
     return {
       tracked: { ...base, state: 'cancelled', closedAt: now },
-      event: { type: 'cancel', warningId: warning.id, warning, supersedes: relatedIds(warning) },
+      event: eventOf('cancel', base, relatedIds(warning)),
     };
   }
   if (warning.status === 'update') {
     return {
       tracked: { ...base, state: 'open', closedAt: null },
-      event: { type: 'update', warningId: warning.id, warning, supersedes: relatedIds(warning) },
+      event: eventOf('update', base, relatedIds(warning)),
     };
   }
   if (replacedAs) {
@@ -316,7 +414,7 @@ function freshWarning(
   }
   return {
     tracked: { ...base, state: 'open', closedAt: null },
-    event: { type: 'new', warningId: warning.id, warning, supersedes: [] },
+    event: eventOf('new', base, []),
   };
 }
 
@@ -329,6 +427,8 @@ function changedMaterially(before: TrackedWarning, after: TrackedWarning): boole
   return (
     before.state !== after.state ||
     before.misses !== after.misses ||
+    before.occurrence !== after.occurrence ||
+    before.lastMissAt?.getTime() !== after.lastMissAt?.getTime() ||
     before.closedAt?.getTime() !== after.closedAt?.getTime() ||
     before.firstSeen.getTime() !== after.firstSeen.getTime() ||
     (before.warning !== after.warning && !sameJson(before.warning, after.warning))
@@ -359,7 +459,13 @@ export function sameJson(a: unknown, b: unknown): boolean {
   );
 }
 
-const EVENT_ORDER: Record<EventType, number> = { cancel: 0, update: 0, new: 1, expired: 2 };
+const EVENT_ORDER: Record<EventType, number> = {
+  cancel: 0,
+  update: 0,
+  new: 1,
+  resumed: 1,
+  expired: 2,
+};
 
 /** Replacements first (they close what they replace), then new warnings, then endings. */
 function compareEvents(a: DetectedEvent, b: DetectedEvent): number {

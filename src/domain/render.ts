@@ -7,7 +7,7 @@ import { parseLevel, type Level, type Warning, type WarningStatus } from './warn
  */
 
 /** Same union as detect.ts's EventType (structurally identical; either may be imported). */
-export type EventType = 'new' | 'update' | 'cancel' | 'expired';
+export type EventType = 'new' | 'update' | 'cancel' | 'expired' | 'resumed';
 
 export interface Notification {
   /** The ledger row id (uuid); stable across retries and redeliveries. */
@@ -163,12 +163,19 @@ export interface Labels {
 
 export const LABELS: Record<Lang, Labels> = {
   zh: {
-    headline: { new: '新预警', update: '预警更新', cancel: '预警解除', expired: '预警已结束' },
+    headline: {
+      new: '新预警',
+      update: '预警更新',
+      cancel: '预警解除',
+      expired: '预警已结束',
+      resumed: '预警恢复',
+    },
     intro: {
       new: null,
       update: '此预警已由发布单位更新，内容如下。',
       cancel: '此预警已由发布单位解除。',
       expired: '此预警已到结束时间或不再发布。',
+      resumed: '此前告知已结束的预警重新发布，仍然有效。',
     },
     place: '地点',
     type: '类型',
@@ -191,12 +198,14 @@ export const LABELS: Record<Lang, Labels> = {
       update: 'Warning updated',
       cancel: 'Warning cancelled',
       expired: 'Warning ended',
+      resumed: 'Warning back in force',
     },
     intro: {
       new: null,
       update: 'The issuer has updated this warning; the current text follows.',
       cancel: 'The issuer has cancelled this warning.',
       expired: 'This warning has reached its end time or is no longer published.',
+      resumed: 'This warning, which we told you had ended, is published again and is in force.',
     },
     place: 'Place',
     type: 'Type',
@@ -299,6 +308,7 @@ export function renderSubject(n: Notification): string {
       update: `【更新·${levelTag}】`,
       cancel: '【解除】',
       expired: '【已结束】',
+      resumed: `【预警恢复·${levelTag}】`,
     }[n.eventType];
     return `${marker}${title}${place ? `（${place}）` : ''}`;
   }
@@ -308,6 +318,7 @@ export function renderSubject(n: Notification): string {
     update: `Updated: [${levelTag}] `,
     cancel: 'Cancelled: ',
     expired: 'Ended: ',
+    resumed: `Back in force: [${levelTag}] `,
   }[n.eventType];
   return `${marker}${title}${place ? ` (${place})` : ''}`;
 }

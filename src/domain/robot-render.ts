@@ -72,7 +72,13 @@ export interface RobotChain {
   readonly steps: readonly Notification[];
 }
 
-const EVENT_ORDER: Record<EventType, number> = { new: 0, update: 1, cancel: 2, expired: 2 };
+const EVENT_ORDER: Record<EventType, number> = {
+  new: 0,
+  update: 1,
+  cancel: 2,
+  expired: 2,
+  resumed: 3,
+};
 
 function shownLevel(w: Warning): Level {
   if (w.level !== 'unknown') return w.level;
@@ -239,7 +245,13 @@ const SEVERITY_ZH: Record<string, string> = {
 
 const WORDS = {
   zh: {
-    event: { new: '新预警', update: '预警更新', cancel: '预警解除', expired: '预警已结束' },
+    event: {
+      new: '新预警',
+      update: '预警更新',
+      cancel: '预警解除',
+      expired: '预警已结束',
+      resumed: '预警恢复',
+    },
     place: '地点',
     type: '类型',
     level: '级别',
@@ -262,6 +274,7 @@ const WORDS = {
       update: 'Warning updated',
       cancel: 'Warning cancelled',
       expired: 'Warning ended',
+      resumed: 'Warning back in force',
     },
     place: 'Place',
     type: 'Type',
@@ -307,6 +320,7 @@ function eventTag(n: Notification): string {
       update: `【更新·${levelTag}】`,
       cancel: '【解除】',
       expired: '【已结束】',
+      resumed: `【预警恢复·${levelTag}】`,
     }[n.eventType];
   }
   const levelTag = name ? `${name} warning` : 'Warning';
@@ -315,6 +329,7 @@ function eventTag(n: Notification): string {
     update: `[Updated: ${levelTag}]`,
     cancel: '[Cancelled]',
     expired: '[Ended]',
+    resumed: `[Back in force: ${levelTag}]`,
   }[n.eventType];
 }
 

@@ -72,6 +72,19 @@ export const DUE_AND_HELD = sql`SELECT
 
 const SCRAPE_STEP_TIMEOUT_MS = 2000;
 
+/** The kinds of `qwn_upstream_errors_total`, each present from the start. */
+const UPSTREAM_ERROR_KINDS = [
+  'retired',
+  'auth_error',
+  'rate_limited',
+  'timeout',
+  'network_error',
+  'server_error',
+  'malformed',
+  'bad_request',
+  'error',
+] as const;
+
 /** The outcome label of an upstream call: the error's class, never its message (STYLE §4). */
 export function upstreamOutcome(error: unknown): string {
   if (error === null || error === undefined) return 'ok';
@@ -120,6 +133,8 @@ export class OpsMetrics implements JobObserver {
   readonly cycles: Counter<'status'>;
   readonly cycleDuration: Histogram<'status'>;
   readonly upstreamCalls: Counter<'operation' | 'outcome'>;
+  readonly upstreamErrors: Counter<'kind'>;
+  readonly recordsSkipped: Counter;
   readonly events: Counter<'type'>;
   readonly deliveries: Counter<'channel' | 'outcome'>;
   readonly queueJobs: Gauge<'queue' | 'state'>;
@@ -155,6 +170,17 @@ export class OpsMetrics implements JobObserver {
       name: 'qwn_upstream_calls_total',
       help: 'QWeather calls by operation and outcome (after the client retried)',
       labelNames: ['operation', 'outcome'],
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: 'qwn_upstream_errors_total',
+      help: 'QWeather calls that failed, by kind (malformed: an answer without its array, bad JSON or gzip)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.recordsSkipped = new Counter({
+      name: 'qwn_upstream_records_skipped_total',
+      help: 'Records of upstream answers that could not be read and were skipped (the place counts no miss)',
       registers,
     });
     this.events = new Counter({
@@ -218,6 +244,8 @@ export class OpsMetrics implements JobObserver {
 
     // Zero series exist from the start, so rate() and alerts see them before the first event.
     for (const status of CYCLE_STATUSES) this.cycles.inc({ status }, 0);
+    for (const kind of UPSTREAM_ERROR_KINDS) this.upstreamErrors.inc({ kind }, 0);
+    this.recordsSkipped.inc(0);
     for (const type of EVENT_TYPES) this.events.inc({ type }, 0);
     for (const channel of CHANNELS) {
       for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ channel, outcome }, 0);
@@ -226,7 +254,9 @@ export class OpsMetrics implements JobObserver {
 
   /** The pipeline's `onUpstreamResult`. */
   upstreamCall(operation: string, error: unknown): void {
-    this.upstreamCalls.inc({ operation, outcome: upstreamOutcome(error) });
+    const outcome = upstreamOutcome(error);
+    this.upstreamCalls.inc({ operation, outcome });
+    if (outcome !== 'ok' && outcome !== 'held_back') this.upstreamErrors.inc({ kind: outcome });
   }
 
   jobCompleted(queue: QueueName, payload: unknown, result: unknown): void {
@@ -241,6 +271,9 @@ export class OpsMetrics implements JobObserver {
 
   #countEvents(result: unknown): void {
     if (!isRecord(result) || result.applied !== true || !isRecord(result.events)) return;
+    if (typeof result.skippedRecords === 'number' && result.skippedRecords > 0) {
+      this.recordsSkipped.inc(result.skippedRecords);
+    }
     for (const type of EVENT_TYPES) {
       const n = result.events[type];
       if (typeof n === 'number' && n > 0) this.events.inc({ type }, n);

@@ -2,14 +2,19 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryPrepared } from '../db/client.js';
 import {
-  DEFAULT_DETECT_SETTINGS,
   detectChanges,
   type DetectSettings,
   type DetectResult,
   type FetchOutcome,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
-import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
+import {
+  detectSettingsOf,
+  emptyOutcome,
+  isStale,
+  logSkippedRecords,
+  type CheckOutcome,
+} from './check-outcome.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
@@ -29,6 +34,7 @@ import {
 } from './notification-ledger.js';
 import {
   detectionWritesCte,
+  eventKey,
   INSERTED_EVENTS,
   readTracked,
   toTracked,
@@ -39,9 +45,17 @@ import {
 
 export const CHECK_JOB = 'check';
 
+/**
+ * When the check's cycle started: a miss counts only in a cycle that began after the warning
+ * was last seen (src/domain/detect.ts, `countsAsMiss`). Jobs enqueued before it was carried
+ * count their cycle as starting when they run.
+ */
+export const cycleStartedAtField = z.iso.datetime({ offset: true }).optional();
+
 export const checkPayload = z.object({
   cycleId: z.string().uuid(),
   placeId: z.string().regex(/^[A-Za-z0-9]{1,32}$/),
+  cycleStartedAt: cycleStartedAtField,
 });
 export type CheckPayload = z.infer<typeof checkPayload>;
 
@@ -84,10 +98,10 @@ async function writeDetection(
   const subscriptions = found.filter(
     (row): row is typeof row & SubscriptionRow => row.subscriber_id !== null,
   );
-  const byKey = new Map(detection.events.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
+  const byKey = new Map(detection.events.map((e) => [eventKey(e), e]));
   const rows: NewNotification[] = [];
   for (const event of inserted) {
-    const detected = byKey.get(`${event.type}\u0000${event.warning_id}`);
+    const detected = byKey.get(eventKey(event));
     if (!detected) continue;
     for (const sub of subscriptions) {
       if (!filterAccepts(toFilter(sub), { type: detected.type, warning: detected.warning })) {
@@ -100,6 +114,7 @@ async function writeDetection(
         placeId: input.placeId,
         warningId: detected.warningId,
         eventType: detected.type,
+        occurrence: detected.occurrence,
         channel: sub.channel,
         scheduled: sub.scheduled,
         cycleOnly: sub.cycle_only,
@@ -131,21 +146,22 @@ async function applyQuietCheck(
     placeId: string;
     fetch: FetchOutcome;
     fetchStartedAt: Date;
+    cycleStartedAt: Date;
     now: Date;
     settings: DetectSettings;
   },
 ): Promise<{ outcome: CheckOutcome } | { read: UnlockedRead | null }> {
-  const { cycleId, placeId, fetch, fetchStartedAt, now, settings } = input;
+  const { cycleId, placeId, fetch, fetchStartedAt, cycleStartedAt, now, settings } = input;
   const checks = quietChecksFor(ctx, 'places');
   const place = await checks.read(placeId, new Date(now.getTime() - settings.reappearWindowMs));
   if (!place) return { read: null };
-  const result = emptyOutcome(fetch.ok);
+  const result = emptyOutcome(fetch.ok, skippedOf(fetch));
   if (place.last_cycle_id === cycleId) return { outcome: { ...result, applied: false } };
   const tracked = (place.tracked ?? []).map(toTracked);
   const read = { version: place.version, tracked };
   let seen: string[] = [];
   if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
-    const detected = detectChanges({ tracked, fetch, now, settings });
+    const detected = detectChanges({ tracked, fetch, now, cycleStartedAt, settings });
     if (detected.events.length > 0 || detected.changes.length > 0) return { read };
     seen = detected.seen;
   }
@@ -169,11 +185,13 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
   const { cycleId, placeId } = payload;
   const log = ctx.logger.child({ job: CHECK_JOB, cycleId, placeId });
   const fetchStartedAt = ctx.now();
+  const cycleStartedAt = payload.cycleStartedAt ? new Date(payload.cycleStartedAt) : fetchStartedAt;
 
   let fetch: FetchOutcome;
   try {
     const answer = await ctx.upstream.warningNow({ location: placeId });
-    fetch = { ok: true, warnings: answer.warnings };
+    fetch = { ok: true, warnings: answer.warnings, skipped: answer.skipped.length };
+    logSkippedRecords(log, answer.skipped);
     ctx.onUpstreamResult?.('warningNow', null);
   } catch (err) {
     // A failed call is never read as "the warning ended" (DESIGN invariant 3): detection does
@@ -189,10 +207,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     }
   }
   const now = ctx.now();
-  const settings = {
-    ...DEFAULT_DETECT_SETTINGS,
-    expireAfterMisses: ctx.config.expireAfterMisses,
-  };
+  const settings = detectSettingsOf(ctx.config);
 
   let created = NOTHING_INSERTED();
   const quiet = await applyQuietCheck(ctx, {
@@ -200,6 +215,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     placeId,
     fetch,
     fetchStartedAt,
+    cycleStartedAt,
     now,
     settings,
   });
@@ -222,7 +238,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
               now,
             }),
           );
-          const result = emptyOutcome(fetch.ok);
+          const result = emptyOutcome(fetch.ok, skippedOf(fetch));
           if (place?.last_cycle_id === cycleId) return { ...result, applied: false };
           if (fetch.ok && !isStale(place?.last_fetched_at, fetchStartedAt)) {
             const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
@@ -233,7 +249,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
               quiet.read && place && quiet.read.version === place.version
                 ? quiet.read.tracked
                 : await readTracked(tx, placeId, windowStart);
-            const detected = detectChanges({ tracked, fetch, now, settings });
+            const detected = detectChanges({ tracked, fetch, now, cycleStartedAt, settings });
             created = await writeDetection(tx, { cycleId, placeId, detection: detected, now });
             result.deliveries = created.count;
             for (const e of detected.events) result.events[e.type] += 1;
@@ -261,6 +277,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
       fetchOk: fetch.ok,
       events: outcome.events,
       deliveries: outcome.deliveries,
+      skippedRecords: outcome.skippedRecords,
       now,
     });
   }
@@ -272,4 +289,9 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     );
   }
   return outcome;
+}
+
+/** Records of a successful answer that could not be read; 0 for a failed call. */
+export function skippedOf(fetch: FetchOutcome): number {
+  return fetch.ok ? (fetch.skipped ?? 0) : 0;
 }

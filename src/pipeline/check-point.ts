@@ -2,13 +2,14 @@ import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryPrepared } from '../db/client.js';
 import {
-  DEFAULT_DETECT_SETTINGS,
   detectChanges,
   NO_EVENTS,
   type DetectResult,
   type EventType,
   type FetchOutcome,
+  type TrackedWarning,
 } from '../domain/detect.js';
+import type { Warning } from '../domain/warning.js';
 import { filterAccepts } from '../domain/filters.js';
 import { continueHandedOver } from '../domain/handover.js';
 import {
@@ -19,7 +20,14 @@ import {
   type V1PointsMode,
 } from '../domain/points.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
-import { emptyOutcome, isStale, type CheckOutcome } from './check-outcome.js';
+import {
+  detectSettingsOf,
+  emptyOutcome,
+  isStale,
+  logSkippedRecords,
+  type CheckOutcome,
+} from './check-outcome.js';
+import { cycleStartedAtField, skippedOf } from './check-location.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import {
@@ -42,6 +50,7 @@ import {
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import {
   detectionWritesCte,
+  eventKey,
   INSERTED_EVENTS,
   readTracked,
   toTracked,
@@ -70,6 +79,7 @@ import {
 export const checkPointPayload = z.object({
   cycleId: z.string().uuid(),
   pointId: z.string().regex(POINT_KEY_PATTERN),
+  cycleStartedAt: cycleStartedAtField,
 });
 export type CheckPointPayload = z.infer<typeof checkPointPayload>;
 
@@ -95,6 +105,7 @@ interface PointCheck {
   fetch: FetchOutcome;
   answer: PointAnswer;
   fetchStartedAt: Date;
+  cycleStartedAt: Date;
   now: Date;
 }
 
@@ -122,7 +133,7 @@ export function reportedElsewhere(
   pointKey: string,
   alertIds: readonly string[],
 ): SQL {
-  return sql`SELECT DISTINCT warning_id, type FROM events
+  return sql`SELECT DISTINCT warning_id, type, occurrence FROM events
     WHERE cycle_id = ${cycleId} AND place_id <> ${pointKey}
       AND warning_id = ANY(${sql.param(alertIds)}::text[])`;
 }
@@ -161,7 +172,7 @@ async function writePointDetection(
   const found = await queryPrepared<
     {
       inserted: InsertedEvent[];
-      elsewhere: { warning_id: string; type: EventType }[] | null;
+      elsewhere: { warning_id: string; type: EventType; occurrence: number }[] | null;
     } & (PointSubscriptionRow | { [column in keyof PointSubscriptionRow]: null })
   >(
     tx,
@@ -172,7 +183,8 @@ async function writePointDetection(
     })},
         news AS (
           SELECT ${INSERTED_EVENTS} AS inserted,
-            (SELECT json_agg(json_build_object('warning_id', warning_id, 'type', type))
+            (SELECT json_agg(json_build_object('warning_id', warning_id, 'type', type,
+                'occurrence', occurrence))
               FROM (${reportedElsewhere(input.cycleId, point.key, alertIds)}) e) AS elsewhere)
         SELECT n.inserted, n.elsewhere, w.*
         FROM news n
@@ -182,15 +194,17 @@ async function writePointDetection(
   );
   const inserted = found[0]?.inserted ?? [];
   if (inserted.length === 0) return { created: NOTHING_INSERTED(), counted };
-  const already = new Set((found[0]?.elsewhere ?? []).map((r) => `${r.type}\u0000${r.warning_id}`));
+  const already = new Set(
+    (found[0]?.elsewhere ?? []).map((r) => `${r.type}\u0000${r.warning_id}\u0000${r.occurrence}`),
+  );
   const subscriptions = found.filter(
     (row): row is typeof row & PointSubscriptionRow =>
       row.subscriber_id !== null && watchesPoint(row, point, input.mode),
   );
-  const byKey = new Map(detection.events.map((e) => [`${e.type}\u0000${e.warningId}`, e]));
+  const byKey = new Map(detection.events.map((e) => [eventKey(e), e]));
   const rows: NewNotification[] = [];
   for (const event of inserted) {
-    const key = `${event.type}\u0000${event.warning_id}`;
+    const key = eventKey(event);
     const detected = byKey.get(key);
     if (!detected) continue;
     if (!already.has(key)) counted[detected.type] += 1;
@@ -224,6 +238,7 @@ async function writePointDetection(
         placeId: sub.place_id,
         warningId: detected.warningId,
         eventType: detected.type,
+        occurrence: detected.occurrence,
         channel: sub.channel,
         scheduled: sub.scheduled,
         cycleOnly: sub.cycle_only,
@@ -237,6 +252,22 @@ async function writePointDetection(
     now: input.now,
   });
   return { created, counted };
+}
+
+/**
+ * The same tag means the same alerts as the last applied answer: nothing to diff. Unless an open
+ * warning is missing from it: each answer of a later cycle without it may be one more miss
+ * (src/domain/detect.ts, `countsAsMiss`), whatever the tag.
+ */
+function sameAnswerAsApplied(
+  answer: PointAnswer,
+  lastTag: string | null | undefined,
+  tracked: readonly TrackedWarning[],
+  alerts: readonly Warning[],
+): boolean {
+  if (answer.tag === null || answer.tag !== lastTag) return false;
+  const present = new Set(alerts.map((w) => w.id));
+  return tracked.every((t) => t.state !== 'open' || present.has(t.id));
 }
 
 export class InvalidPointError extends Error {
@@ -264,7 +295,7 @@ async function applyQuietPointCheck(
   const checks = quietChecksFor(ctx, 'alert_points');
   const row = await checks.read(point.key, input.windowStart);
   if (!row) return { read: null };
-  const result = emptyOutcome(fetch.ok);
+  const result = emptyOutcome(fetch.ok, skippedOf(fetch));
   if (row.last_cycle_id === cycleId) {
     return { outcome: { ...result, applied: false }, unchangedTag: false };
   }
@@ -273,12 +304,11 @@ async function applyQuietPointCheck(
   if (apply) {
     if (!row.v7_adopted_at) return { read: null };
     const tracked = (row.tracked ?? []).map(toTracked);
-    const unchangedTag =
-      answer.tag !== null &&
-      answer.tag === row.last_tag &&
-      !tracked.some((t) => t.state === 'open' && t.misses > 0);
-    if (!unchangedTag) return { read: { version: row.version, tracked } };
-    seen = continueHandedOver(tracked, fetch.warnings).map((w) => w.id);
+    const alerts = continueHandedOver(tracked, fetch.warnings);
+    if (!sameAnswerAsApplied(answer, row.last_tag, tracked, alerts)) {
+      return { read: { version: row.version, tracked } };
+    }
+    seen = alerts.map((w) => w.id);
   }
   const applied = await checks.write({
     cycleId,
@@ -332,6 +362,7 @@ export async function runCheckPoint(
   if (!point) throw new InvalidPointError(`"${pointId}" is not a point key`);
   const log = ctx.logger.child({ job: 'check', cycleId, pointId });
   const fetchStartedAt = ctx.now();
+  const cycleStartedAt = payload.cycleStartedAt ? new Date(payload.cycleStartedAt) : fetchStartedAt;
 
   let fetch: FetchOutcome;
   let answer: PointAnswer = { tag: null, attributions: [] };
@@ -342,7 +373,8 @@ export async function runCheckPoint(
       // Times with the point's own offset: what a subscriber there reads on the message.
       localTime: true,
     });
-    fetch = { ok: true, warnings: result.alerts };
+    fetch = { ok: true, warnings: result.alerts, skipped: result.skipped.length };
+    logSkippedRecords(log, result.skipped);
     answer = { tag: result.tag, attributions: result.attributions };
     ctx.onUpstreamResult?.(OPERATION, null);
   } catch (err) {
@@ -355,7 +387,7 @@ export async function runCheckPoint(
     else log.warn({ err }, 'alert check failed');
   }
   const now = ctx.now();
-  const settings = { ...DEFAULT_DETECT_SETTINGS, expireAfterMisses: ctx.config.expireAfterMisses };
+  const settings = detectSettingsOf(ctx.config);
   const mode = ctx.config.qweather.v1Points;
 
   let unchangedTag = false;
@@ -367,6 +399,7 @@ export async function runCheckPoint(
     fetch,
     answer,
     fetchStartedAt,
+    cycleStartedAt,
     now,
     windowStart,
   });
@@ -375,8 +408,16 @@ export async function runCheckPoint(
     'outcome' in quiet
       ? quiet.outcome
       : await ctx.db.transaction(async (tx) => {
-          const row = await lockPoint(tx, { cycleId, point, fetch, answer, fetchStartedAt, now });
-          const result = emptyOutcome(fetch.ok);
+          const row = await lockPoint(tx, {
+            cycleId,
+            point,
+            fetch,
+            answer,
+            fetchStartedAt,
+            cycleStartedAt,
+            now,
+          });
+          const result = emptyOutcome(fetch.ok, skippedOf(fetch));
           if (row.last_cycle_id === cycleId) return { ...result, applied: false };
           const apply = fetch.ok && !isStale(row.last_fetched_at, fetchStartedAt);
 
@@ -402,14 +443,7 @@ export async function runCheckPoint(
                 : await readTracked(tx, point.key, windowStart);
             // Alerts that continue a warning told from v7 carry its id (src/domain/handover.ts).
             const alerts = continueHandedOver(tracked, fetch.warnings);
-            // The same tag means the same alerts as the last applied answer: nothing to diff.
-            // Unless an alert is waiting for its end to be confirmed: each successful answer
-            // without it is one more miss, whatever the tag.
-            unchangedTag =
-              !adopting &&
-              answer.tag !== null &&
-              answer.tag === row.last_tag &&
-              !tracked.some((t) => t.state === 'open' && t.misses > 0);
+            unchangedTag = !adopting && sameAnswerAsApplied(answer, row.last_tag, tracked, alerts);
             if (unchangedTag) {
               await writeWarnings(
                 tx,
@@ -420,8 +454,9 @@ export async function runCheckPoint(
             } else {
               const detected = detectChanges({
                 tracked,
-                fetch: { ok: true, warnings: alerts },
+                fetch: { ok: true, warnings: alerts, skipped: skippedOf(fetch) },
                 now,
+                cycleStartedAt,
                 settings,
               });
               // Before any write: a check of another point reporting the same alert waits here,
@@ -457,6 +492,7 @@ export async function runCheckPoint(
       fetchOk: fetch.ok,
       events: outcome.events,
       deliveries: outcome.deliveries,
+      skippedRecords: outcome.skippedRecords,
       now,
     });
   }

@@ -13,6 +13,7 @@ export interface CheckTally {
   upstreamErrors: number;
   events: Record<EventType, number>;
   deliveries: number;
+  skippedRecords: number;
   /** When the last of these checks ended: the cycle's finish time if they complete it. */
   now: Date;
 }
@@ -23,6 +24,7 @@ export interface CheckCount {
   fetchOk: boolean;
   events: Record<EventType, number>;
   deliveries: number;
+  skippedRecords: number;
   now: Date;
 }
 
@@ -41,6 +43,8 @@ async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promis
       events_update = events_update + ${t.events.update},
       events_cancel = events_cancel + ${t.events.cancel},
       events_expired = events_expired + ${t.events.expired},
+      events_resumed = events_resumed + ${t.events.resumed},
+      skipped_records = skipped_records + ${t.skippedRecords},
       deliveries_created = deliveries_created + ${t.deliveries},
       status = CASE WHEN checked + ${t.checks} >= planned AND status = 'running' THEN 'done'
                     ELSE status END,
@@ -66,6 +70,7 @@ function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
         upstreamErrors: 0,
         events: NO_EVENTS(),
         deliveries: 0,
+        skippedRecords: 0,
         now: c.now,
       };
       byCycle.set(c.cycleId, t);
@@ -74,6 +79,7 @@ function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
     t.upstreamErrors += c.fetchOk ? 0 : 1;
     for (const type of Object.keys(t.events) as EventType[]) t.events[type] += c.events[type];
     t.deliveries += c.deliveries;
+    t.skippedRecords += c.skippedRecords;
     if (c.now > t.now) t.now = c.now;
   }
   return byCycle;

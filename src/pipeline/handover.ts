@@ -21,9 +21,11 @@ export async function adoptV7Warnings(
   if (placeIds.length > 0) {
     await tx.execute(sql`
       INSERT INTO warnings (place_id, warning_id, state, title, level, type_code, type_name,
-        status, start_time, end_time, record, raw, first_seen, last_seen, misses, closed_at)
+        status, start_time, end_time, record, raw, first_seen, last_seen, misses, closed_at,
+        occurrence)
       SELECT ${point.key}, w.warning_id, w.state, w.title, w.level, w.type_code, w.type_name,
-        w.status, w.start_time, w.end_time, w.record, w.raw, w.first_seen, ${now}, 0, NULL
+        w.status, w.start_time, w.end_time, w.record, w.raw, w.first_seen, ${now}, 0, NULL,
+        w.occurrence
       FROM warnings w
       WHERE w.place_id = ANY(${sql.param([...new Set(placeIds)])}::text[])
         AND w.state = 'open' AND w.record->>'source' = 'v7'

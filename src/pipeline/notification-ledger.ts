@@ -91,6 +91,8 @@ export interface NewNotification {
   placeId: string;
   warningId: string;
   eventType: EventType;
+  /** The warning's occurrence (src/domain/detect.ts): part of the notification's key. */
+  occurrence: number;
   channel: Channel;
   scheduled: boolean;
   cycleOnly: boolean;
@@ -196,16 +198,17 @@ function directCtes(
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
   return sql`direct AS (
           INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
-            warning_id, event_type, channel)
+            warning_id, event_type, occurrence, channel)
           SELECT v.id, v.id, v.subscriber_id, v.event_id, v.cycle_id, v.place_id, v.warning_id,
-            v.event_type, v.channel
+            v.event_type, v.occurrence, v.channel
           FROM (SELECT gen_random_uuid() AS id, x.*
                 FROM unnest(${column((r) => r.subscriberId)}::uuid[],
                   ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
                   ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-                  ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[])
+                  ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
+                  ${column((r) => r.channel)}::text[])
                   AS x(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
-                       channel)) v
+                       occurrence, channel)) v
           ON CONFLICT DO NOTHING
           RETURNING id, channel),
         direct_batched AS (
@@ -321,14 +324,15 @@ function cycleJoinCtes(rows: readonly NewNotification[]): SQL {
           FOR KEY SHARE),
         joined AS (
           INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-            event_type, channel, message_id)
+            event_type, occurrence, channel, message_id)
           SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
             ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
             ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-            ${column((r) => r.eventType)}::text[], ${column((r) => r.channel)}::text[],
+            ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
+            ${column((r) => r.channel)}::text[],
             ${column((r) => cycleMessageId(r.subscriberId, r.cycleId))}::uuid[])
-            AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, channel,
-                 message_id)
+            AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, occurrence,
+                 channel, message_id)
           WHERE v.cycle_id IN (SELECT id FROM collecting)
           ON CONFLICT DO NOTHING
           RETURNING message_id)`;
@@ -531,11 +535,12 @@ async function insertScheduled(
   }>(
     tx,
     sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-          event_type, channel, message_id, urgent)
+          event_type, occurrence, channel, message_id, urgent)
         SELECT * FROM unnest(${column((p) => p.row.subscriberId)}::uuid[],
           ${column((p) => p.row.eventId)}::bigint[], ${column((p) => p.row.cycleId)}::uuid[],
           ${column((p) => p.row.placeId)}::text[], ${column((p) => p.row.warningId)}::text[],
-          ${column((p) => p.row.eventType)}::text[], ${column((p) => p.row.channel)}::text[],
+          ${column((p) => p.row.eventType)}::text[], ${column((p) => p.row.occurrence)}::int[],
+          ${column((p) => p.row.channel)}::text[],
           ${column((p) => p.messageId)}::uuid[], ${column((p) => p.urgent)}::boolean[])
         ON CONFLICT DO NOTHING
         RETURNING subscriber_id, message_id, warning_id, urgent`,

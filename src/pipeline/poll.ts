@@ -6,6 +6,7 @@ import { scrub, type Logger } from '../logger.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from './context.js';
+import { logSkippedRecords } from './check-outcome.js';
 import { pointsToCheck } from './poll-points.js';
 import { checkJobId } from './queues.js';
 import { currentSource, isV7Retirement, switchToV1, type PolledSource } from './upstream-source.js';
@@ -41,14 +42,17 @@ export function planChecks(input: {
   return [...plan].sort();
 }
 
-async function openCycle(ctx: PipelineContext, jobKey: string | undefined): Promise<string> {
+async function openCycle(
+  ctx: PipelineContext,
+  jobKey: string | undefined,
+): Promise<{ id: string; startedAt: Date }> {
   const rows = await ctx.db
     .insert(pollCycles)
     .values({ jobKey: jobKey ?? null, startedAt: ctx.now() })
     // A retried poll job finds the cycle it already opened.
     .onConflictDoUpdate({ target: pollCycles.jobKey, set: { status: 'running' } })
-    .returning({ id: pollCycles.id });
-  return rows[0]!.id;
+    .returning({ id: pollCycles.id, startedAt: pollCycles.startedAt });
+  return rows[0]!;
 }
 
 /** The poll job: one warning-list call, then one check job per place that needs it. */
@@ -56,15 +60,23 @@ export async function runPoll(
   ctx: PipelineContext,
   payload: z.infer<typeof pollPayload>,
 ): Promise<PollOutcome> {
-  const cycleId = await openCycle(ctx, payload.jobKey);
+  const cycle = await openCycle(ctx, payload.jobKey);
+  const cycleId = cycle.id;
+  // Every check carries it: a miss counts only in a cycle begun after the warning was last seen.
+  const cycleStartedAt = cycle.startedAt.toISOString();
   const log = ctx.logger.child({ job: POLL_JOB, cycleId });
   const source = await currentSource(ctx.db, ctx.config);
-  if (source === 'v1') return pollPoints(ctx, log, cycleId, { listCalls: 0, listErrors: 0 });
+  if (source === 'v1') {
+    return pollPoints(ctx, log, cycle, { listCalls: 0, listErrors: 0 });
+  }
 
   let listedIds: string[];
+  let listSkipped: number;
   try {
     const list = await ctx.upstream.warningList({ range: ctx.config.warningRange });
     listedIds = [...new Set(list.locationIds)];
+    listSkipped = list.skipped.length;
+    logSkippedRecords(log, list.skipped);
     ctx.onUpstreamResult?.('warningList', null);
   } catch (err) {
     if (ctx.config.qweather.alertSource === 'auto' && isV7Retirement(err)) {
@@ -72,7 +84,7 @@ export async function runPoll(
       // polls v1 at once rather than failing. Not reported as an upstream failure: health and
       // the call gate would hold back the v1 calls that replace it.
       await switchToV1(ctx.db, log, { operation: 'warningList', err, now: ctx.now() });
-      return pollPoints(ctx, log, cycleId, { listCalls: 1, listErrors: 1 });
+      return pollPoints(ctx, log, cycle, { listCalls: 1, listErrors: 1 });
     }
     ctx.onUpstreamResult?.('warningList', err);
     const message = scrub(err instanceof Error ? err.message : String(err));
@@ -124,7 +136,11 @@ export async function runPoll(
     listed: listedIds.length,
     listCalls: 1,
     listErrors: 0,
-    checks: plan.map((placeId) => ({ key: placeId, data: { cycleId, placeId } })),
+    skippedRecords: listSkipped,
+    checks: plan.map((placeId) => ({
+      key: placeId,
+      data: { cycleId, placeId, cycleStartedAt },
+    })),
   });
 }
 
@@ -132,16 +148,20 @@ export async function runPoll(
 async function pollPoints(
   ctx: PipelineContext,
   log: Logger,
-  cycleId: string,
+  cycle: { id: string; startedAt: Date },
   list: { listCalls: number; listErrors: number },
 ): Promise<PollOutcome> {
   const points = await pointsToCheck(ctx, log);
+  const cycleStartedAt = cycle.startedAt.toISOString();
   // `listed` stays 0: every upstream call of a v1 cycle is a point check.
-  return startChecks(ctx, log, cycleId, {
+  return startChecks(ctx, log, cycle.id, {
     source: 'v1',
     listed: 0,
     ...list,
-    checks: points.map((pointId) => ({ key: pointId, data: { cycleId, pointId } })),
+    checks: points.map((pointId) => ({
+      key: pointId,
+      data: { cycleId: cycle.id, pointId, cycleStartedAt },
+    })),
   });
 }
 
@@ -155,6 +175,7 @@ async function startChecks(
     listed: number;
     listCalls: number;
     listErrors: number;
+    skippedRecords?: number;
     checks: { key: string; data: object }[];
   },
 ): Promise<PollOutcome> {
@@ -164,6 +185,7 @@ async function startChecks(
     UPDATE poll_cycles SET listed = ${plan.listed}, planned = ${planned},
       upstream_calls = upstream_calls + ${plan.listCalls},
       upstream_errors = upstream_errors + ${plan.listErrors}, source = ${plan.source},
+      skipped_records = skipped_records + ${plan.skippedRecords ?? 0},
       status = ${finished ? 'done' : 'running'},
       finished_at = ${finished ? ctx.now() : null}
     WHERE id = ${cycleId}`);

@@ -152,7 +152,8 @@ export function checkedReads(table: CheckedTable, requests: readonly ReadRequest
             (SELECT json_agg(json_build_object(
                 'warning_id', w.warning_id, 'state', w.state, 'record', w.record, 'raw', w.raw,
                 'first_seen', w.first_seen, 'last_seen', w.last_seen, 'misses', w.misses,
-                'closed_at', w.closed_at))
+                'last_miss_at', w.last_miss_at, 'closed_at', w.closed_at,
+                'occurrence', w.occurrence))
              FROM warnings w WHERE w.place_id = c.id AND w.last_seen > i.window_start) AS tracked
           FROM ${sql.identifier(table)} c WHERE c.id = i.key OFFSET 0) c`;
 }
@@ -237,7 +238,7 @@ export function quietWrites(table: CheckedTable, requests: readonly QuietWriteRe
             SELECT w.ctid AS row FROM warnings w
             WHERE w.place_id = s.key AND w.warning_id = s.warning_id OFFSET 0) w),
         seen AS (
-          UPDATE warnings w SET last_seen = r.now, misses = 0
+          UPDATE warnings w SET last_seen = r.now, misses = 0, last_miss_at = NULL
           FROM seen_rows r WHERE w.ctid = r.row)
         SELECT ord::int AS ord FROM checked`;
 }

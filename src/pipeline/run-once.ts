@@ -27,7 +27,9 @@ export interface CycleSummary {
   checked: number;
   upstreamCalls: number;
   upstreamErrors: number;
-  events: { new: number; update: number; cancel: number; expired: number };
+  /** Records of the cycle's answers that could not be read (INTERFACE §11). */
+  skippedRecords: number;
+  events: { new: number; update: number; cancel: number; expired: number; resumed: number };
   /** The cycle's notifications by the state of their messages; `held` still collecting. */
   deliveries: MessageStates;
   /** The messages that carry them, and the held messages sent because their hold ended. */
@@ -48,6 +50,8 @@ interface CycleRow {
   events_update: number;
   events_cancel: number;
   events_expired: number;
+  events_resumed: number;
+  skipped_records: number;
   error: string | null;
   source: 'v7' | 'v1' | null;
 }
@@ -56,7 +60,8 @@ async function readCycle(ctx: PipelineContext, cycleId: string): Promise<CycleRo
   const [row] = await queryRows<CycleRow>(
     ctx.db,
     sql`SELECT status, listed, checked, upstream_calls, upstream_errors, events_new,
-          events_update, events_cancel, events_expired, error, source
+          events_update, events_cancel, events_expired, events_resumed, skipped_records, error,
+          source
         FROM poll_cycles WHERE id = ${cycleId}`,
   );
   if (!row) throw new Error(`cycle ${cycleId} vanished`);
@@ -151,11 +156,13 @@ export async function runCycleOnce(
       checked: cycle.checked,
       upstreamCalls: cycle.upstream_calls,
       upstreamErrors: cycle.upstream_errors,
+      skippedRecords: cycle.skipped_records,
       events: {
         new: cycle.events_new,
         update: cycle.events_update,
         cancel: cycle.events_cancel,
         expired: cycle.events_expired,
+        resumed: cycle.events_resumed,
       },
       deliveries: states(notifications),
       messages: { ...states(messages), released: released.length },

@@ -19,7 +19,9 @@ export interface WarningRow {
   first_seen: Date;
   last_seen: Date;
   misses: number;
+  last_miss_at: Date | null;
   closed_at: Date | null;
+  occurrence: number;
 }
 
 export function toTracked(row: WarningRow): TrackedWarning {
@@ -30,7 +32,9 @@ export function toTracked(row: WarningRow): TrackedWarning {
     firstSeen: new Date(row.first_seen),
     lastSeen: new Date(row.last_seen),
     misses: row.misses,
+    lastMissAt: row.last_miss_at ? new Date(row.last_miss_at) : null,
     closedAt: row.closed_at ? new Date(row.closed_at) : null,
+    occurrence: row.occurrence,
   };
 }
 
@@ -53,7 +57,8 @@ export async function readTracked(
 ): Promise<TrackedWarning[]> {
   const rows = await queryPrepared<WarningRow>(
     tx,
-    sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, closed_at
+    sql`SELECT warning_id, state, record, raw, first_seen, last_seen, misses, last_miss_at,
+          closed_at, occurrence
         FROM warnings WHERE place_id = ${key} AND last_seen > ${windowStart}`,
   );
   return rows.map(toTracked);
@@ -92,25 +97,30 @@ function warningWritesCte(key: string, writes: WarningWrites, now: Date): SQL {
     first_seen: t.firstSeen,
     last_seen: t.lastSeen,
     misses: t.misses,
+    last_miss_at: t.lastMissAt,
     closed_at: t.closedAt,
+    occurrence: t.occurrence,
   }));
   return sql`seen_warnings AS (
-      UPDATE warnings SET last_seen = ${now}, misses = 0
+      UPDATE warnings SET last_seen = ${now}, misses = 0, last_miss_at = NULL
       WHERE place_id = ${key} AND warning_id = ANY(${sql.param(seenOnly)}::text[])),
     changed_warnings AS (
       INSERT INTO warnings (place_id, warning_id, state, title, level, type_code, type_name,
-        status, start_time, end_time, record, raw, first_seen, last_seen, misses, closed_at)
+        status, start_time, end_time, record, raw, first_seen, last_seen, misses, last_miss_at,
+        closed_at, occurrence)
       SELECT ${key}, w.* FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS w(
         warning_id text, state text, title text, level text, type_code text, type_name text,
         status text, start_time timestamptz, end_time timestamptz, record jsonb, raw jsonb,
-        first_seen timestamptz, last_seen timestamptz, misses integer, closed_at timestamptz)
+        first_seen timestamptz, last_seen timestamptz, misses integer,
+        last_miss_at timestamptz, closed_at timestamptz, occurrence integer)
       ON CONFLICT (place_id, warning_id) DO UPDATE SET
         state = excluded.state, title = excluded.title, level = excluded.level,
         type_code = excluded.type_code, type_name = excluded.type_name,
         status = excluded.status, start_time = excluded.start_time,
         end_time = excluded.end_time, record = excluded.record, raw = excluded.raw,
         last_seen = excluded.last_seen, misses = excluded.misses,
-        closed_at = excluded.closed_at)`;
+        last_miss_at = excluded.last_miss_at, closed_at = excluded.closed_at,
+        occurrence = excluded.occurrence)`;
 }
 
 /** An event a detection's statement inserted (`detectionWritesCte`). */
@@ -118,6 +128,15 @@ export interface InsertedEvent {
   id: number;
   warning_id: string;
   type: EventType;
+  occurrence: number;
+}
+
+/** The key of a detected or inserted event within one check: type, warning id, occurrence. */
+export function eventKey(
+  e: { type: EventType; occurrence: number } & ({ warningId: string } | { warning_id: string }),
+): string {
+  const id = 'warningId' in e ? e.warningId : e.warning_id;
+  return `${e.type}\u0000${id}\u0000${e.occurrence}`;
 }
 
 /**
@@ -136,22 +155,23 @@ export function detectionWritesCte(
     type: e.type,
     supersedes: e.supersedes,
     record: withoutRaw(e.warning),
+    occurrence: e.occurrence,
   }));
   return sql`${warningWritesCte(key, detection, event.now)},
     inserted AS (
       INSERT INTO events (cycle_id, place_id, warning_id, type, supersedes, record,
-        attributions, detected_at)
+        attributions, occurrence, detected_at)
       SELECT ${event.cycleId}::uuid, ${key}, d.warning_id, d.type, d.supersedes, d.record,
-        ${sql.param(event.attributions)}::text[], ${event.now}::timestamptz
+        ${sql.param(event.attributions)}::text[], d.occurrence, ${event.now}::timestamptz
       FROM jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
-        AS d(warning_id text, type text, supersedes text[], record jsonb)
+        AS d(warning_id text, type text, supersedes text[], record jsonb, occurrence integer)
       ON CONFLICT DO NOTHING
-      RETURNING id, warning_id, type)`;
+      RETURNING id, warning_id, type, occurrence)`;
 }
 
 /** The events `detectionWritesCte` inserted, as a JSON array of `InsertedEvent` (null if none). */
 export const INSERTED_EVENTS = sql`(SELECT json_agg(json_build_object(
-    'id', id, 'warning_id', warning_id, 'type', type)) FROM inserted)`;
+    'id', id, 'warning_id', warning_id, 'type', type, 'occurrence', occurrence)) FROM inserted)`;
 
 /** A detection's writes (`warningWritesCte`) in a statement of their own. */
 export async function writeWarnings(

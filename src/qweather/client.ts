@@ -4,6 +4,7 @@ import type { Warning } from '../domain/warning.js';
 import type { Logger } from '../logger.js';
 import type { QWeatherAuth } from './auth.js';
 import { excerptOf } from './response.js';
+import { readRecords, type SkippedRecord } from './records.js';
 import { createTransport, type CallSpec, type TransportOptions } from './transport.js';
 import {
   MalformedResponseError,
@@ -36,6 +37,7 @@ import {
 } from './params.js';
 import {
   cityLookupSchema,
+  listedLocationSchema,
   poiSchema,
   topCitiesSchema,
   v1AlertSchema,
@@ -46,6 +48,7 @@ import {
 } from './schemas.js';
 
 export type { Place, Poi } from './normalize.js';
+export type { SkippedRecord } from './records.js';
 export type { QWeatherAuth } from './auth.js';
 
 export interface QWeatherClientOptions extends TransportOptions {
@@ -58,7 +61,17 @@ export interface Refer {
   license: string[];
 }
 
-export interface WarningNow {
+/**
+ * What every warning answer says besides its records: the records it could not read
+ * (src/qweather/records.ts). An answer with any is no evidence that a warning ended.
+ */
+export interface RecordReport {
+  skipped: SkippedRecord[];
+  /** Records kept after NUL or lone surrogates were taken out of their strings. */
+  repaired: number;
+}
+
+export interface WarningNow extends RecordReport {
   /** Null when the upstream answered code 204 (no data). */
   updateTime: string | null;
   fxLink: string | null;
@@ -66,13 +79,13 @@ export interface WarningNow {
   refer: Refer;
 }
 
-export interface WarningList {
+export interface WarningList extends RecordReport {
   updateTime: string | null;
   locationIds: string[];
   refer: Refer;
 }
 
-export interface WeatherAlerts {
+export interface WeatherAlerts extends RecordReport {
   tag: string | null;
   zeroResult: boolean;
   attributions: string[];
@@ -128,17 +141,10 @@ export function createQWeatherClient(options: QWeatherClientOptions): QWeatherCl
     return parsed.data;
   }
 
-  function mismatch(
-    op: QWeatherOperation,
-    error: z.ZodError,
-    text: string,
-    at = '',
-  ): QWeatherError {
+  function mismatch(op: QWeatherOperation, error: z.ZodError, text: string): QWeatherError {
     const issues = error.issues
       .slice(0, 3)
-      .map(
-        (i) => `${[at, ...i.path.map(String)].filter(Boolean).join('.') || '(root)'}: ${i.message}`,
-      )
+      .map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`)
       .join('; ');
     return new MalformedResponseError(
       redact(`${op}: unexpected response shape: ${issues}`),
@@ -267,19 +273,21 @@ export function createQWeatherClient(options: QWeatherClientOptions): QWeatherCl
           fxLink: null,
           warnings: [],
           refer: { sources: [], license: [] },
+          skipped: [],
+          repaired: 0,
         };
       }
       const data = shape(op, warningNowSchema, result);
-      const warnings = (data.warning ?? []).map((record, index) => {
-        const parsed = v7WarningSchema.safeParse(record);
-        if (!parsed.success) throw mismatch(op, parsed.error, result.text, `warning.${index}`);
-        return normalizeV7Warning(parsed.data, record);
-      });
+      const read = readRecords(data.warning, v7WarningSchema, (record, raw) =>
+        normalizeV7Warning(record, raw),
+      );
       return {
         updateTime: data.updateTime?.trim() || null,
         fxLink: data.fxLink?.trim() || null,
-        warnings,
+        warnings: read.records,
         refer: data.refer,
+        skipped: read.skipped,
+        repaired: read.repaired,
       };
     },
 
@@ -292,13 +300,29 @@ export function createQWeatherClient(options: QWeatherClientOptions): QWeatherCl
         query: { range: checkCountry(p.range, op) },
       });
       if (result.kind === 'empty') {
-        return { updateTime: null, locationIds: [], refer: { sources: [], license: [] } };
+        return {
+          updateTime: null,
+          locationIds: [],
+          refer: { sources: [], license: [] },
+          skipped: [],
+          repaired: 0,
+        };
       }
       const data = shape(op, warningListSchema, result);
+      // A national storm lists thousands of places: the record limit of a place's answer
+      // does not apply here, only the body's size bound.
+      const read = readRecords(
+        data.warningLocList,
+        listedLocationSchema,
+        (entry) => entry.locationId,
+        { maxRecords: Number.POSITIVE_INFINITY },
+      );
       return {
         updateTime: data.updateTime?.trim() || null,
-        locationIds: [...new Set((data.warningLocList ?? []).map((e) => e.locationId))],
+        locationIds: [...new Set(read.records)],
         refer: data.refer,
+        skipped: read.skipped,
+        repaired: read.repaired,
       };
     },
 
@@ -323,19 +347,26 @@ export function createQWeatherClient(options: QWeatherClientOptions): QWeatherCl
         },
       });
       if (result.kind === 'empty') {
-        return { tag: null, zeroResult: true, attributions: [], alerts: [] };
+        return {
+          tag: null,
+          zeroResult: true,
+          attributions: [],
+          alerts: [],
+          skipped: [],
+          repaired: 0,
+        };
       }
       const data = shape(op, weatherAlertSchema, result);
-      const alerts = (data.alerts ?? []).map((record, index) => {
-        const parsed = v1AlertSchema.safeParse(record);
-        if (!parsed.success) throw mismatch(op, parsed.error, result.text, `alerts.${index}`);
-        return normalizeV1Alert(parsed.data, record, p.localTime ?? false);
-      });
+      const read = readRecords(data.alerts ?? [], v1AlertSchema, (record, raw) =>
+        normalizeV1Alert(record, raw, p.localTime ?? false),
+      );
       return {
         tag: data.metadata?.tag?.trim() || null,
-        zeroResult: data.metadata?.zeroResult ?? alerts.length === 0,
+        zeroResult: data.metadata?.zeroResult ?? read.records.length === 0,
         attributions: data.metadata?.attributions ?? [],
-        alerts,
+        alerts: read.records,
+        skipped: read.skipped,
+        repaired: read.repaired,
       };
     },
 

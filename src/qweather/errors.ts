@@ -117,6 +117,7 @@ export class TimeoutError extends QWeatherError {
   constructor(
     message: string,
     details: QWeatherErrorDetails,
+    /** Where the attempt was when its time ran out; a dripping answer runs out in `body`. */
     readonly phase: 'connect' | 'headers' | 'body',
   ) {
     super(message, details);

@@ -7,6 +7,19 @@ import { z } from 'zod';
  * different shape is reported instead of being read as "nothing there".
  */
 
+/**
+ * A field the product only shows or passes on: any scalar as a string, and anything else (an
+ * object where a string belongs) as absent, so one odd field never costs the answer.
+ */
+const lenientText = z
+  .unknown()
+  .transform((v) =>
+    typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+      ? String(v)
+      : undefined,
+  )
+  .optional();
+
 /** Any scalar, as a string; null/undefined stay undefined. */
 const text = z
   .union([z.string(), z.number(), z.boolean()])
@@ -65,10 +78,15 @@ export const placeSchema = z.object({
 });
 export type RawPlace = z.output<typeof placeSchema>;
 
+/** The data attribution: shown, never needed, so a refer of another shape reads as none. */
 export const referSchema = z
-  .object({ sources: textList, license: textList })
-  .nullish()
-  .transform((r) => ({ sources: r?.sources ?? [], license: r?.license ?? [] }));
+  .unknown()
+  .transform((r) => {
+    const parsed = z.object({ sources: textList, license: textList }).safeParse(r);
+    return parsed.success ? parsed.data : { sources: [], license: [] };
+  })
+  .optional()
+  .transform((r) => r ?? { sources: [], license: [] });
 
 export const cityLookupSchema = z.object({ location: z.array(placeSchema).nullish() });
 export const topCitiesSchema = z.object({ topCityList: z.array(placeSchema).nullish() });
@@ -87,26 +105,33 @@ export const v7WarningSchema = z.object({
   severityColor: text,
   type: text,
   typeName: text,
-  urgency: text,
-  certainty: text,
+  // `urgency` and `certainty` are not read: the product has no use for them, and an object in
+  // their place (seen in the field) must not cost the record.
   text: text,
   related: textList,
 });
 export type RawV7Warning = z.output<typeof v7WarningSchema>;
 
+/**
+ * A warning-now answer. Its `warning` array is required: an answer without it says nothing
+ * about what is in force and must never read as "no warnings" (INTERFACE §11). Records are
+ * kept as unknown here and read one by one (src/qweather/records.ts).
+ */
 export const warningNowSchema = z.object({
-  updateTime: text,
-  fxLink: text,
-  // Kept as unknown here so that each record is validated on its own with its raw form kept.
-  warning: z.array(z.unknown()).nullish(),
+  updateTime: lenientText,
+  fxLink: lenientText,
+  warning: z.array(z.unknown()),
   refer: referSchema,
 });
 
+/** A warning-list answer; its `warningLocList` array is required, as `warning` above. */
 export const warningListSchema = z.object({
-  updateTime: text,
-  warningLocList: z.array(z.object({ locationId: requiredText })).nullish(),
+  updateTime: lenientText,
+  warningLocList: z.array(z.unknown()),
   refer: referSchema,
 });
+
+export const listedLocationSchema = z.object({ locationId: requiredText });
 
 const nullishObject = <T extends z.core.$ZodLooseShape>(shape: T) => z.object(shape).nullish();
 
@@ -116,10 +141,9 @@ export const v1AlertSchema = z.object({
   issuedTime: text,
   messageType: nullishObject({ code: text, supersedes: textList }),
   eventType: nullishObject({ name: text, code: text }),
-  urgency: text,
-  severity: text,
-  certainty: text,
-  icon: text,
+  // `urgency`, `certainty`, `icon`, `criteria` and `responseTypes` are not read (see
+  // v7WarningSchema); `icon` has been seen as an object.
+  severity: lenientText,
   color: nullishObject({ code: text }),
   effectiveTime: text,
   onsetTime: text,
@@ -128,21 +152,35 @@ export const v1AlertSchema = z.object({
   expiredTime: text,
   headline: text,
   description: text,
-  criteria: text,
   instruction: text,
 });
 export type RawV1Alert = z.output<typeof v1AlertSchema>;
 
-export const weatherAlertSchema = z.object({
-  metadata: z
-    .object({
-      tag: text,
-      zeroResult: z
-        .union([z.boolean(), z.string(), z.number()])
-        .nullish()
-        .transform((v) => v === true || v === 'true' || v === 1 || v === '1'),
-      attributions: textList,
-    })
-    .nullish(),
-  alerts: z.array(z.unknown()).nullish(),
-});
+/**
+ * A Weather Alert v1 answer. `alerts` may be missing or empty only when `metadata.zeroResult`
+ * is true (a real "none"); any other answer without the array is malformed (INTERFACE §11).
+ */
+export const weatherAlertSchema = z
+  .object({
+    metadata: z
+      .object({
+        tag: lenientText,
+        zeroResult: z
+          .unknown()
+          .transform((v) => v === true || v === 'true' || v === 1 || v === '1')
+          .optional(),
+        attributions: z
+          .unknown()
+          .transform((v) => {
+            const parsed = textList.safeParse(v);
+            return parsed.success ? parsed.data : [];
+          })
+          .optional(),
+      })
+      .nullish(),
+    alerts: z.array(z.unknown()).nullish(),
+  })
+  .refine((body) => Array.isArray(body.alerts) || body.metadata?.zeroResult === true, {
+    message: 'no alerts array and no metadata.zeroResult: true',
+    path: ['alerts'],
+  });

@@ -28,7 +28,10 @@ export interface TransportOptions {
   /** Base of /v2 (defaults to apiUrl). */
   geoUrl?: string;
   auth: QWeatherAuth;
-  /** Applies to connect, headers and body separately (default 10 s). */
+  /**
+   * The deadline of one attempt, from the request to the last byte of its body (default 10 s):
+   * an answer that drips in byte by byte is a timeout, not a check that never ends.
+   */
   timeoutMs?: number;
   /** Total attempts for retryable failures (default 3). */
   maxAttempts?: number;
@@ -117,6 +120,14 @@ export function createTransport(options: TransportOptions): QWeatherTransport {
     if (err instanceof QWeatherError) return err;
     const code = (err as { code?: unknown } | null)?.code;
     const message = redact(err instanceof Error ? err.message : String(err));
+    const stage = deadlineHit.get(err as object);
+    if (stage) {
+      return new TimeoutError(
+        `${op}: no whole answer within ${timeoutMs} ms (still waiting for the ${stage})`,
+        { operation: op, cause: err },
+        stage,
+      );
+    }
     const phase =
       code === 'UND_ERR_CONNECT_TIMEOUT'
         ? 'connect'
@@ -157,6 +168,9 @@ export function createTransport(options: TransportOptions): QWeatherTransport {
     return Buffer.concat(chunks);
   }
 
+  /** The abort reasons of attempts whose deadline passed, with where each attempt was. */
+  const deadlineHit = new WeakMap<object, 'headers' | 'body'>();
+
   async function once(spec: CallSpec): Promise<CallResult> {
     const op = spec.operation;
     let authParts;
@@ -178,6 +192,14 @@ export function createTransport(options: TransportOptions): QWeatherTransport {
     let status: number;
     let headers: Record<string, string | string[] | undefined>;
     let bytes: Buffer;
+    // The idle timeouts below restart with every chunk; this one does not (INTERFACE §11).
+    const deadline = new AbortController();
+    let stage: 'headers' | 'body' = 'headers';
+    const timer = setTimeout(() => {
+      const reason = new Error(`deadline of ${timeoutMs} ms passed`);
+      deadlineHit.set(reason, stage);
+      deadline.abort(reason);
+    }, timeoutMs);
     try {
       const response = await dispatcher.request({
         origin: url.origin,
@@ -191,15 +213,20 @@ export function createTransport(options: TransportOptions): QWeatherTransport {
         },
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
+        signal: deadline.signal,
       });
       status = response.statusCode;
       headers = response.headers;
+      stage = 'body';
       bytes = await readBody(response.body);
     } catch (err) {
       if (err instanceof BodyDecodeError) {
         throw new MalformedResponseError(redact(`${op}: ${err.message}`), { operation: op }, '');
       }
-      throw transportError(op, err);
+      // Whatever undici rejected with once the deadline passed, the deadline is the story.
+      throw transportError(op, deadline.signal.aborted ? (deadline.signal.reason as unknown) : err);
+    } finally {
+      clearTimeout(timer);
     }
 
     return interpretResponse(

@@ -81,7 +81,7 @@ describe('npm run bench -- --quick', () => {
     expect(escalation!.events).toEqual(escalation!.expectedEvents);
     expect(escalation!.events.update).toBeGreaterThan(0);
     expect(escalation!.events.cancel).toBeGreaterThan(0);
-    expect(quiet!.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(quiet!.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     for (const s of report.scenarios) {
       expect(s.checked).toBe(s.listed);
       expect(s.upstreamCalls.warningList).toBe(1);

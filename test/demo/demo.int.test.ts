@@ -106,8 +106,11 @@ describe('qwn demo', () => {
     expect(out).toMatch(/email {5}ops@guangdong\.example {2}Updated: \[Orange warning\] /);
 
     // Every kind of event, and deliveries by both channels, all sent.
-    const events = match(out, /new\s+update\s+cancel\s+expired\n\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/);
-    expect(events.slice(1).map(Number)).toEqual([5, 7, 4, 1]);
+    const events = match(
+      out,
+      /new\s+update\s+cancel\s+expired\s+resumed\n\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/,
+    );
+    expect(events.slice(1).map(Number)).toEqual([5, 7, 4, 1, 0]);
     const email = match(out, /email\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
     const webhook = match(out, /webhook\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\n/);
     expect(email.slice(1).map(Number)).toEqual([17, 0, 0, 0]);

@@ -90,7 +90,7 @@ describe('the pipeline on PGlite', () => {
       ok: true,
       listed: 2,
       checked: 2,
-      events: { new: 2, update: 0, cancel: 0, expired: 0 },
+      events: { new: 2, update: 0, cancel: 0, expired: 0, resumed: 0 },
       deliveries: { sent: 1, failed: 1, pending: 0, held: 0 },
       messages: { sent: 1, failed: 1, pending: 0, held: 0, released: 0 },
     });

@@ -8,7 +8,7 @@ import {
   type FetchOutcome,
   type TrackedWarning,
 } from '../../src/domain/detect.js';
-import type { Warning, WarningStatus } from '../../src/domain/warning.js';
+import { impliedEnd, type Warning, type WarningStatus } from '../../src/domain/warning.js';
 import { T0, warning } from './detect-fixtures.js';
 
 // fast-check prints the seed and path of a failing run in the error; pass them back as
@@ -75,6 +75,7 @@ function stepArb(poolSize: number): fc.Arbitrary<Step> {
 
 const settingsArb: fc.Arbitrary<DetectSettings> = fc.record({
   expireAfterMisses: fc.integer({ min: 1, max: 4 }),
+  expireAfterMs: fc.constantFrom(0, 15 * 60_000),
   reappearWindowMs: fc.oneof(
     fc.constant(72 * HOUR_MS),
     fc.integer({ min: 1, max: 80 }).map((h) => h * HOUR_MS),
@@ -225,15 +226,18 @@ describe('detectChanges over random sequences of answers and failures', () => {
 
   it('announces each record by its own status: a cancel is never new', () => {
     const expectedStatus = { new: 'active', update: 'update', cancel: 'cancel' } as const;
+    const told = (type: string): type is keyof typeof expectedStatus => type in expectedStatus;
     fc.assert(
       fc.property(scenarioArb, (scenario) => {
         play(scenario, ({ result }) => {
           for (const event of result.events) {
-            if (event.type !== 'expired') {
+            if (told(event.type)) {
               expect(event.warning.status).toBe(expectedStatus[event.type]);
             }
           }
-          const keys = result.events.map((event) => `${event.type}:${event.warningId}`);
+          const keys = result.events.map(
+            (event) => `${event.type}:${event.warningId}:${event.occurrence}`,
+          );
           expect(new Set(keys).size).toBe(keys.length);
         });
       }),
@@ -241,14 +245,40 @@ describe('detectChanges over random sequences of answers and failures', () => {
     );
   });
 
-  it('closes every open warning once it has missed the configured number of answers', () => {
+  it('closes every open warning once it has missed enough answers over enough time', () => {
     fc.assert(
       fc.property(scenarioArb, (scenario) => {
-        play(scenario, ({ after, misses, settings }) => {
+        play(scenario, ({ answer, after, misses, settings, lastPresent, now }) => {
+          // A failed call is no evidence: what it leaves open waits for the next answer.
+          if (answer === null) return;
           for (const entry of after.filter((e) => e.state === 'open')) {
             const missed = misses.get(entry.id) ?? 0;
-            expect(missed).toBeLessThan(settings.expireAfterMisses);
+            const since = now.getTime() - (lastPresent.get(entry.id) ?? now.getTime());
+            // Every step here is a later cycle, so each answer without it is one more miss.
             expect(entry.misses).toBe(missed);
+            expect(missed < settings.expireAfterMisses || since < settings.expireAfterMs).toBe(
+              true,
+            );
+          }
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('ends nothing without enough misses in distinct, later cycles over EXPIRE_AFTER_SECONDS', () => {
+    fc.assert(
+      fc.property(scenarioArb, (scenario) => {
+        play(scenario, ({ before, result, now, settings, lastPresent, misses }) => {
+          const previous = byId(before);
+          for (const event of result.events.filter((e) => e.type === 'expired')) {
+            const entry = previous.get(event.warningId)!;
+            const since = now.getTime() - (lastPresent.get(entry.id) ?? entry.lastSeen.getTime());
+            const byEndTime = (impliedEnd(entry.warning)?.getTime() ?? Infinity) <= now.getTime();
+            const byMisses =
+              (misses.get(entry.id) ?? 0) >= settings.expireAfterMisses &&
+              since >= settings.expireAfterMs;
+            expect(byEndTime || byMisses).toBe(true);
           }
         });
       }),
@@ -370,5 +400,88 @@ describe('sameJson', () => {
     expect(sameJson({ a: 1, b: null }, { a: 1 })).toBe(false);
     expect(sameJson({ a: 1, b: undefined }, { a: 1 })).toBe(true);
     expect(sameJson([], {})).toBe(false);
+  });
+});
+
+describe('INTERFACE §11: ends only on evidence, and a warning back in force is told', () => {
+  it('tells a warning back after its told end as resumed, once per reappearance', () => {
+    fc.assert(
+      fc.property(scenarioArb, (scenario) => {
+        play(scenario, ({ before, answer, result, now, settings }) => {
+          const previous = byId(before);
+          const resumed = result.events.filter((e) => e.type === 'resumed');
+          for (const event of resumed) {
+            const entry = previous.get(event.warningId);
+            expect(entry?.state).toBe('expired');
+            expect(event.occurrence).toBe(entry!.occurrence + 1);
+          }
+          expect(new Set(resumed.map((e) => e.warningId)).size).toBe(resumed.length);
+          if (answer === null) return;
+          for (const record of answer) {
+            const entry = previous.get(record.id);
+            const back =
+              entry?.state === 'expired' &&
+              record.status !== 'cancel' &&
+              now.getTime() - entry.lastSeen.getTime() <= settings.reappearWindowMs;
+            expect(resumed.some((e) => e.warningId === record.id)).toBe(back);
+          }
+        });
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('counts no miss from a cycle that began before the last sighting or the last miss', () => {
+    fc.assert(
+      fc.property(
+        scenarioArb,
+        fc.integer({ min: 0, max: 60 * MINUTE_MS }),
+        (scenario, earlierBy) => {
+          play(scenario, ({ after, now, settings }) => {
+            for (const entry of after.filter((e) => e.state === 'open')) {
+              const latest = Math.max(entry.lastSeen.getTime(), entry.lastMissAt?.getTime() ?? 0);
+              const stale = detectChanges({
+                tracked: after,
+                fetch: { ok: true, warnings: [] },
+                now: new Date(now.getTime() + MINUTE_MS),
+                cycleStartedAt: new Date(latest - earlierBy),
+                settings,
+              });
+              const change = stale.changes.find((c) => c.id === entry.id);
+              if (impliedEnd(entry.warning)!.getTime() > now.getTime() + MINUTE_MS) {
+                expect(change).toBeUndefined();
+              }
+              expect(
+                stale.events.filter((e) => e.type === 'expired' && e.warningId === entry.id),
+              ).toHaveLength(change?.state === 'expired' ? 1 : 0);
+            }
+          });
+        },
+      ),
+      { numRuns: RUNS / 4 },
+    );
+  });
+
+  it('ends nothing with an answer that skipped a record, and tells its other warnings', () => {
+    fc.assert(
+      fc.property(scenarioArb, fc.integer({ min: 1, max: 3 }), (scenario, skipped) => {
+        play(scenario, ({ after, answer, now, settings }) => {
+          if (answer === null) return;
+          const later = new Date(now.getTime() + 30 * HOUR_MS);
+          const fresh = warning('FRESH', { pubTime: later.toISOString() });
+          const result = detectChanges({
+            tracked: after,
+            fetch: { ok: true, warnings: [fresh], skipped },
+            now: later,
+            settings,
+          });
+          expect(result.events.map((e) => `${e.type}:${e.warningId}`)).toEqual(['new:FRESH']);
+          for (const change of result.changes.filter((c) => c.id !== 'FRESH')) {
+            expect(change).toEqual(after.find((t) => t.id === change.id));
+          }
+        });
+      }),
+      { numRuns: RUNS / 4 },
+    );
   });
 });

@@ -3,6 +3,7 @@ import {
   applyDetectResult,
   DEFAULT_DETECT_SETTINGS,
   detectChanges,
+  type DetectedEvent,
   type DetectResult,
   type FetchOutcome,
   type TrackedWarning,
@@ -34,9 +35,20 @@ function open(w: Warning, overrides: Partial<TrackedWarning> = {}): TrackedWarni
     firstSeen: T0,
     lastSeen: T0,
     misses: 0,
+    lastMissAt: null,
     closedAt: null,
+    occurrence: 0,
     ...overrides,
   };
+}
+
+/** A detected event as detection writes it; occurrence 0 and no chain unless given. */
+function event(
+  type: DetectedEvent['type'],
+  w: Warning,
+  extra: Partial<Pick<DetectedEvent, 'supersedes' | 'occurrence' | 'chain'>> = {},
+): DetectedEvent {
+  return { type, warningId: w.id, warning: w, supersedes: [], occurrence: 0, chain: [], ...extra };
 }
 
 function stateOf(tracked: readonly TrackedWarning[], id: string): TrackedWarning | undefined {
@@ -51,7 +63,7 @@ describe('detectChanges', () => {
   it('announces a never-seen active record as new, keyed on its id', () => {
     const a = warning('A');
     const { result, tracked } = step([], answer(a), at(5));
-    expect(result.events).toEqual([{ type: 'new', warningId: 'A', warning: a, supersedes: [] }]);
+    expect(result.events).toEqual([event('new', a)]);
     expect(result.seen).toEqual([]);
     expect(result.changes).toEqual([
       {
@@ -61,7 +73,9 @@ describe('detectChanges', () => {
         firstSeen: at(5),
         lastSeen: at(5),
         misses: 0,
+        lastMissAt: null,
         closedAt: null,
+        occurrence: 0,
       },
     ]);
     expect(tracked).toEqual(result.changes);
@@ -93,9 +107,7 @@ describe('detectChanges', () => {
     const a = warning('A');
     const b = warning('B', { status: 'update', related: ['A'], level: '橙色' });
     const { result, tracked } = step([open(a)], answer(b), at(30));
-    expect(result.events).toEqual([
-      { type: 'update', warningId: 'B', warning: b, supersedes: ['A'] },
-    ]);
+    expect(result.events).toEqual([event('update', b, { supersedes: ['A'], chain: ['A'] })]);
     expect(stateOf(tracked, 'A')).toMatchObject({ state: 'superseded', closedAt: at(30) });
     expect(stateOf(tracked, 'B')).toMatchObject({ state: 'open', closedAt: null });
   });
@@ -118,7 +130,7 @@ describe('detectChanges', () => {
     const b = warning('B', { status: 'update', related: ['UNKNOWN'] });
     const { result, tracked } = step([], answer(b), at(1));
     expect(result.events).toEqual([
-      { type: 'update', warningId: 'B', warning: b, supersedes: ['UNKNOWN'] },
+      event('update', b, { supersedes: ['UNKNOWN'], chain: ['UNKNOWN'] }),
     ]);
     expect(tracked.map((entry) => entry.id)).toEqual(['B']);
   });
@@ -159,8 +171,8 @@ describe('detectChanges', () => {
     for (const c of unlike) {
       const first = step([open(a)], answer(c), at(1));
       expect(first.result.events.map((e) => [e.type, e.supersedes])).toEqual([['update', ['B']]]);
-      // A ends by the miss rule.
-      const second = step(first.tracked, answer(c), at(2));
+      // A ends by the miss rule: two misses, the last 15 minutes after it was last seen.
+      const second = step(first.tracked, answer(c), at(15));
       expect(second.result.events.map((e) => [e.type, e.warningId])).toEqual([['expired', 'A']]);
     }
   });
@@ -177,9 +189,7 @@ describe('detectChanges', () => {
     const a = warning('A');
     const c = warning('C', { status: 'cancel', related: ['A'] });
     const { result, tracked } = step([open(a)], answer(c), at(45));
-    expect(result.events).toEqual([
-      { type: 'cancel', warningId: 'C', warning: c, supersedes: ['A'] },
-    ]);
+    expect(result.events).toEqual([event('cancel', c, { supersedes: ['A'], chain: ['A'] })]);
     expect(stateOf(tracked, 'A')).toMatchObject({ state: 'cancelled', closedAt: at(45) });
     expect(stateOf(tracked, 'C')).toMatchObject({ state: 'cancelled', closedAt: at(45) });
   });
@@ -229,9 +239,7 @@ describe('detectChanges', () => {
     expect(stateOf(failed.tracked, 'A')).toMatchObject({ state: 'open', misses: 1 });
 
     const second = step(failed.tracked, answer(), at(15));
-    expect(second.result.events).toEqual([
-      { type: 'expired', warningId: 'A', warning: a, supersedes: [] },
-    ]);
+    expect(second.result.events).toEqual([event('expired', a)]);
     expect(stateOf(second.tracked, 'A')).toMatchObject({
       state: 'expired',
       misses: 2,
@@ -292,18 +300,34 @@ describe('detectChanges', () => {
     expect(stateOf(tracked, 'A')?.state).toBe('open');
   });
 
-  it('reopens an expired warning that comes back within the window, silently', () => {
-    const a = warning('A');
+  it('tells an expired warning that comes back within the window as resumed, one occurrence on', () => {
+    const a = warning('A', { endTime: '2026-07-10T08:00+08:00' });
     const expired = open(a, { state: 'expired', misses: 2, closedAt: at(20), lastSeen: at(10) });
     const { result, tracked } = step([expired], answer(a), at(71 * HOUR));
-    expect(result.events).toEqual([]);
+    expect(result.events).toEqual([event('resumed', a, { occurrence: 1 })]);
     expect(stateOf(tracked, 'A')).toMatchObject({
       state: 'open',
       misses: 0,
       closedAt: null,
       firstSeen: T0,
       lastSeen: at(71 * HOUR),
+      occurrence: 1,
     });
+    // Its next end is told again, under its new occurrence; seen again meanwhile, nothing.
+    const again = step(tracked, answer(a), at(71 * HOUR + 5));
+    expect(again.result.events).toEqual([]);
+    const gone = step(again.tracked, answer(), at(71 * HOUR + 10));
+    const ended = step(gone.tracked, answer(), at(71 * HOUR + 25));
+    expect(ended.result.events).toEqual([event('expired', a, { occurrence: 1 })]);
+  });
+
+  it('never resumes a warning that comes back as a cancel: it stays closed', () => {
+    const a = warning('A');
+    const expired = open(a, { state: 'expired', misses: 2, closedAt: at(20), lastSeen: at(10) });
+    const cancelled = warning('A', { status: 'cancel' });
+    const { result, tracked } = step([expired], answer(cancelled), at(60));
+    expect(result.events).toEqual([]);
+    expect(stateOf(tracked, 'A')).toMatchObject({ state: 'cancelled', occurrence: 0 });
   });
 
   it('treats a reappearance after the window as a new warning', () => {
@@ -371,7 +395,7 @@ describe('detectChanges', () => {
         warning('U', { status: 'update', related: ['R'] }),
         warning('C', { status: 'cancel', related: ['nothing'] }),
       ),
-      at(5),
+      at(15),
     );
     expect(eventKeys(result)).toEqual([
       'cancel:C',

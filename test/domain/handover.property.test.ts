@@ -84,7 +84,9 @@ function tracked(warnings: readonly Warning[]): TrackedWarning[] {
     firstSeen: new Date(T0.getTime() - 3600_000),
     lastSeen: new Date(T0.getTime() - 300_000),
     misses: 0,
+    lastMissAt: null,
     closedAt: null,
+    occurrence: 0,
   }));
 }
 
@@ -134,7 +136,8 @@ describe('the v7 → v1 handover', () => {
 
         // Second answer: one counterpart is updated; warnings without one end by the miss rule.
         const updatedV1 = [...counterparts.keys()].sort()[0];
-        const now2 = new Date(T0.getTime() + 5 * MINUTE_MS);
+        // 15 minutes on: two misses over EXPIRE_AFTER_SECONDS's default end an unmatched warning.
+        const now2 = new Date(T0.getTime() + 15 * MINUTE_MS);
         const second: Warning[] = answer.map((w) =>
           w.id === updatedV1
             ? v1Alert('V1-update', {
@@ -280,10 +283,10 @@ describe('the v7 → v1 handover', () => {
           }
         });
 
-        // Two answers alike: a warning missing from both ends by the miss rule.
+        // Two answers alike, 15 minutes apart: a warning missing from both ends by the miss rule.
         let state = tracked(v7);
         const events: ReturnType<typeof detectChanges>['events'] = [];
-        for (const minutes of [0, 5]) {
+        for (const minutes of [0, 15]) {
           const now = new Date(T0.getTime() + minutes * MINUTE_MS);
           const result = detectChanges({
             tracked: state,

@@ -108,12 +108,14 @@ describe('renderEmail subject', () => {
       update: `【更新·橙色预警】${zhTitle}（杭州）`,
       cancel: `【解除】${zhTitle}（杭州）`,
       expired: `【已结束】${zhTitle}（杭州）`,
+      resumed: `【预警恢复·橙色预警】${zhTitle}（杭州）`,
     },
     en: {
       new: `[Orange warning] ${enTitle} (Hangzhou)`,
       update: `Updated: [Orange warning] ${enTitle} (Hangzhou)`,
       cancel: `Cancelled: ${enTitle} (Hangzhou)`,
       expired: `Ended: ${enTitle} (Hangzhou)`,
+      resumed: `Back in force: [Orange warning] ${enTitle} (Hangzhou)`,
     },
   };
 

@@ -234,7 +234,13 @@ describe('random upstream records', () => {
           if (outcome.fetchOk) accepted += 1;
           else failed += 1;
           if (!outcome.fetchOk) {
-            expect(outcome.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+            expect(outcome.events).toEqual({
+              new: 0,
+              update: 0,
+              cancel: 0,
+              expired: 0,
+              resumed: 0,
+            });
           }
           const [row] = await queryRows<{ state: string; misses: number }>(
             h.database.db,

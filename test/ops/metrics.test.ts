@@ -60,14 +60,16 @@ describe('OpsMetrics without services', () => {
     m.upstreamCall('warningList', null);
     m.upstreamCall('warningNow', null);
     m.upstreamCall('warningNow', new TimeoutError('x', op, 'headers'));
+    m.upstreamCall('warningNow', new MalformedResponseError('{}', op, '{}'));
     m.jobCompleted(
       'check',
       {},
       {
         applied: true,
         fetchOk: true,
-        events: { new: 2, update: 1, cancel: 0, expired: 0 },
+        events: { new: 2, update: 1, cancel: 0, expired: 0, resumed: 0 },
         deliveries: 0,
+        skippedRecords: 2,
       },
     );
     // A re-run check that was already applied detected nothing new.
@@ -77,8 +79,9 @@ describe('OpsMetrics without services', () => {
       {
         applied: false,
         fetchOk: true,
-        events: { new: 5, update: 0, cancel: 0, expired: 0 },
+        events: { new: 5, update: 0, cancel: 0, expired: 0, resumed: 0 },
         deliveries: 0,
+        skippedRecords: 3,
       },
     );
     m.jobCompleted('check', {}, 'not an outcome');
@@ -100,6 +103,10 @@ describe('OpsMetrics without services', () => {
     expect(body).toContain('qwn_upstream_calls_total{operation="warningList",outcome="ok"} 1');
     expect(body).toContain('qwn_upstream_calls_total{operation="warningNow",outcome="ok"} 1');
     expect(body).toContain('qwn_upstream_calls_total{operation="warningNow",outcome="timeout"} 1');
+    expect(body).toContain('qwn_upstream_errors_total{kind="timeout"} 1');
+    expect(body).toContain('qwn_upstream_errors_total{kind="malformed"} 1');
+    // Only the applied check's skipped records: a re-run saw the same answer's.
+    expect(body).toContain('qwn_upstream_records_skipped_total 2');
     expect(body).toContain('qwn_events_total{type="new"} 2');
     expect(body).toContain('qwn_events_total{type="update"} 1');
     expect(body).toContain('qwn_deliveries_total{channel="email",outcome="sent"} 2');

@@ -74,6 +74,7 @@ describe('a cycle message while it collects', () => {
             placeId: place,
             warningId,
             eventType: 'new',
+            occurrence: 0,
             channel: 'email',
             scheduled: true,
             cycleOnly: true,

@@ -74,7 +74,7 @@ describe('the auto source across the retirement of v7', () => {
     expect(run.code).toBe(0);
     expect(run.summary).toMatchObject({
       source: 'v1',
-      events: { new: 0, update: 0, cancel: 0, expired: 0 },
+      events: { new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 },
       deliveries: { sent: 0, failed: 0, pending: 0 },
     });
     expect(h.sim.requests().byOperation.weatherAlert).toBe(1);
@@ -113,7 +113,7 @@ describe('the auto source across the retirement of v7', () => {
     const run = await h.pollOnce();
     expect(run.summary).toMatchObject({
       source: 'v1',
-      events: { new: 0, update: 1, cancel: 0, expired: 0 },
+      events: { new: 0, update: 1, cancel: 0, expired: 0, resumed: 0 },
     });
     await h.hooks.waitForRequests(3, { path: '/duty' });
     const told = bodies()[2]!;

@@ -42,6 +42,7 @@ describe('the hourly limit', () => {
       placeId: place,
       warningId,
       eventType: 'new',
+      occurrence: 0,
       channel: 'webhook',
       scheduled,
       cycleOnly: false,

@@ -64,7 +64,7 @@ describe('messages: grouping per channel', () => {
     h.sim.setWarnings(NINGBO, [wind]);
     const { code, summary } = await h.pollOnce();
     expect(code).toBe(0);
-    expect(summary.events).toEqual({ new: 3, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 3, update: 0, cancel: 0, expired: 0, resumed: 0 });
     // Nine notifications in five messages: one email, one batch, three single webhooks.
     expect(summary.deliveries).toEqual({ sent: 9, failed: 0, pending: 0, held: 0 });
     expect(summary).toMatchObject({ messages: { sent: 5, failed: 0, pending: 0, held: 0 } });
@@ -129,7 +129,7 @@ describe('messages: grouping per channel', () => {
 
   it('tells nothing twice when the same warnings are found again', async () => {
     const { summary } = await h.pollOnce();
-    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0, held: 0 });
     expect(h.smtp.messages).toHaveLength(1);
     expect(h.hooks.requestsTo('/each')).toHaveLength(3);

@@ -78,7 +78,7 @@ describe('poll --once over a warning timeline', () => {
       checked: 1,
       upstreamCalls: 2,
       upstreamErrors: 0,
-      events: { new: 1, update: 0, cancel: 0, expired: 0 },
+      events: { new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 },
       deliveries: { sent: 1, failed: 0, pending: 0, held: 0 },
       // The email subscriber's cycle message, sent once the cycle's checks were done.
       messages: { sent: 1, failed: 0, pending: 0, held: 0, released: 0 },
@@ -93,7 +93,7 @@ describe('poll --once over a warning timeline', () => {
 
   it('announces nothing when nothing changed', async () => {
     const { summary } = await h.pollOnce();
-    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0, held: 0 });
     expect(summary.messages).toEqual({ sent: 0, failed: 0, pending: 0, held: 0, released: 0 });
     expect(await h.deliveries()).toHaveLength(1);
@@ -102,7 +102,7 @@ describe('poll --once over a warning timeline', () => {
   it('follows an update to the warning it replaces', async () => {
     h.sim.setWarnings(HANGZHOU, [orange]);
     const { summary } = await h.pollOnce();
-    expect(summary.events).toEqual({ new: 0, update: 1, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 1, cancel: 0, expired: 0, resumed: 0 });
     expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
     expect(summary.messages).toEqual({ sent: 2, failed: 0, pending: 0, held: 0, released: 0 });
     const rows = await h.deliveries();
@@ -133,7 +133,7 @@ describe('poll --once over a warning timeline', () => {
     h.sim.clearFaults();
     expect(code).toBe(0);
     expect(summary.upstreamErrors).toBe(1);
-    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     expect(await h.deliveries()).toHaveLength(3);
   });
 
@@ -148,7 +148,7 @@ describe('poll --once over a warning timeline', () => {
     expect(warningNowCalls()).toEqual({ [HANGZHOU]: 1 });
 
     const second = await h.pollOnce();
-    expect(second.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 1 });
+    expect(second.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 1, resumed: 0 });
     expect(second.summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
 
     // Nothing open any more: the next quiet cycle checks nothing at all.
@@ -161,13 +161,19 @@ describe('poll --once over a warning timeline', () => {
   it('announces a cancel, never the cancel record as new', async () => {
     h.sim.setWarnings(HANGZHOU, [red]);
     const raised = await h.pollOnce();
-    expect(raised.summary.events).toEqual({ new: 1, update: 0, cancel: 0, expired: 0 });
+    expect(raised.summary.events).toEqual({ new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 });
     h.sim.setWarnings(HANGZHOU, [cancelRed]);
     const cancelled = await h.pollOnce();
-    expect(cancelled.summary.events).toEqual({ new: 0, update: 0, cancel: 1, expired: 0 });
+    expect(cancelled.summary.events).toEqual({
+      new: 0,
+      update: 0,
+      cancel: 1,
+      expired: 0,
+      resumed: 0,
+    });
     // The cancel record stays visible for a while: still nothing more.
     const again = await h.pollOnce();
-    expect(again.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(again.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
   });
 
   it('leaves exactly the owed notifications in the ledger, each delivered once', async () => {

@@ -86,7 +86,7 @@ describe('v1 points seeded from lon,lat entries', () => {
     expect(summary).toMatchObject({
       checked: 4,
       upstreamCalls: 4,
-      events: { new: 1, update: 0, cancel: 0, expired: 0 },
+      events: { new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 },
       deliveries: { sent: 3, failed: 0, pending: 0, held: 0 },
     });
     expect(v.alertCalls()).toEqual({ [WEST_LAKE]: 1, [EAST]: 1, [CITY]: 1, [PARIS]: 1 });
@@ -138,7 +138,7 @@ describe('v1 points seeded from lon,lat entries', () => {
     });
     v.sim.setAlerts([wind]);
     const { summary } = await v.h.pollOnce();
-    expect(summary.events).toEqual({ new: 1, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 });
     const hooks = v.h.hooks.requestsTo('/paris');
     expect(hooks).toHaveLength(1);
     expect(hooks[0]!.verified).toBe(true);
@@ -186,7 +186,7 @@ describe('v1 points shared by many subscribers', () => {
     expect(first.summary).toMatchObject({
       checked: 1,
       upstreamCalls: 1,
-      events: { new: 1, update: 0, cancel: 0, expired: 0 },
+      events: { new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 },
       deliveries: { sent: SUBSCRIBERS, failed: 0, pending: 0, held: 0 },
     });
     const second = await v.h.pollOnce();

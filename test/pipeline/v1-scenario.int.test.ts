@@ -94,7 +94,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
       checked: 3,
       upstreamCalls: 3,
       upstreamErrors: 0,
-      events: { new: 1, update: 0, cancel: 0, expired: 0 },
+      events: { new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 },
       deliveries: { sent: 1, failed: 0, pending: 0, held: 0 },
     });
     // No list call in v1: every watched point, once, with JWT auth.
@@ -122,7 +122,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     expect(before.every((p) => p.last_tag !== null)).toBe(true);
 
     const { summary } = await v.h.pollOnce();
-    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     expect(summary.deliveries).toEqual({ sent: 0, failed: 0, pending: 0, held: 0 });
     expect(await v.h.deliveries()).toHaveLength(1);
     // Tracked per point: the alert is open at the two points of its area.
@@ -140,7 +140,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
   it('follows an update to the alert it supersedes, once per subscriber', async () => {
     v.sim.setAlerts([orange]);
     const { summary } = await v.h.pollOnce();
-    expect(summary.events).toEqual({ new: 0, update: 1, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 1, cancel: 0, expired: 0, resumed: 0 });
     expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
     const rows = await v.h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
@@ -188,7 +188,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     v.sim.clearFaults();
     expect(code).toBe(0);
     expect(summary.upstreamErrors).toBe(3);
-    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     expect(await v.h.deliveries()).toHaveLength(3);
   });
 
@@ -197,13 +197,13 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     expect(first.summary.events.expired).toBe(0);
     // The second answer has the same tag as the first: the pending end is confirmed anyway.
     const second = await v.h.pollOnce();
-    expect(second.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 1 });
+    expect(second.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 1, resumed: 0 });
     // /dispatch watched both points where it ended: still one notification.
     expect(second.summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
 
     v.sim.resetRequests();
     const third = await v.h.pollOnce();
-    expect(third.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(third.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     // Every watched point is still asked: v1 has no list to say where nothing is.
     expect(v.alertCalls()).toEqual({ [P_HANGZHOU]: 1, [P_XIHU]: 1, [P_NINGBO]: 1 });
   });
@@ -211,17 +211,23 @@ describe('poll --once in v1 mode over an alert timeline', () => {
   it('announces a cancel, never the cancel message as new, and not again when it goes', async () => {
     v.sim.setAlerts([red]);
     const raised = await v.h.pollOnce();
-    expect(raised.summary.events).toEqual({ new: 1, update: 0, cancel: 0, expired: 0 });
+    expect(raised.summary.events).toEqual({ new: 1, update: 0, cancel: 0, expired: 0, resumed: 0 });
     v.sim.setAlerts([cancelRed]);
     const cancelled = await v.h.pollOnce();
-    expect(cancelled.summary.events).toEqual({ new: 0, update: 0, cancel: 1, expired: 0 });
+    expect(cancelled.summary.events).toEqual({
+      new: 0,
+      update: 0,
+      cancel: 1,
+      expired: 0,
+      resumed: 0,
+    });
     const again = await v.h.pollOnce();
-    expect(again.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(again.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     // The cancel message disappears about an hour later: nothing to announce.
     v.sim.advanceClock(61 * 60_000);
     for (let i = 0; i < 2; i += 1) {
       const gone = await v.h.pollOnce();
-      expect(gone.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+      expect(gone.summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     }
   });
 
@@ -254,7 +260,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     const before = await v.h.deliveries();
     const { summary } = await v.h.pollOnce({ QWEATHER_JWT_PRIVATE_KEY: v.wrongKeyPath });
     expect(summary.upstreamErrors).toBe(3);
-    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0 });
+    expect(summary.events).toEqual({ new: 0, update: 0, cancel: 0, expired: 0, resumed: 0 });
     expect(await v.h.deliveries()).toEqual(before);
   });
 

@@ -30,6 +30,7 @@ import {
   topCitiesBody,
   v1Alert,
   v7NewWarning,
+  v7OldWarning,
   v7SampleWarning,
   warningListBody,
   warningNowBody,
@@ -343,11 +344,13 @@ describe('errors and retries', () => {
     expect(error).toBeInstanceOf(MalformedResponseError);
   });
 
-  it('an unexpected shape names the field', async () => {
-    handler = answer({ code: '200', warning: [{ title: 'no id' }] });
-    const error = await failure(client({ maxAttempts: 1 }).warningNow({ location: '101210101' }));
-    expect(error).toBeInstanceOf(MalformedResponseError);
-    expect(error.message).toContain('warning.0.id');
+  it('a record of an unexpected shape is skipped, naming the field; the others are read', async () => {
+    handler = answer(warningNowBody([{ title: 'no id' }, v7NewWarning]));
+    const now = await client({ maxAttempts: 1 }).warningNow({ location: '101210101' });
+    expect(now.warnings.map((w) => w.id)).toEqual([v7NewWarning.id]);
+    expect(now.skipped).toEqual([
+      { index: 0, id: null, reason: expect.stringContaining('id:') as unknown },
+    ]);
   });
 
   it('a refused connection is a NetworkError', async () => {
@@ -486,5 +489,109 @@ describe('createClientFromConfig', () => {
   it('names QWEATHER_API_URL when it is missing', () => {
     expect(() => createClientFromConfig(loadConfig({}))).toThrow(ConfigError);
     expect(() => createClientFromConfig(loadConfig({}))).toThrow(/QWEATHER_API_URL/);
+  });
+});
+
+/** Raw JSON text: what JSON.stringify cannot write (lone surrogates survive it, deep nests do not). */
+const sendText =
+  (text: string): Handler =>
+  (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(text);
+  };
+
+describe('INTERFACE §11: only a well-formed answer, and one bad record hides nothing', () => {
+  it.each([
+    ['{}', '{}'],
+    ['code 200 without its array', '{"code":"200"}'],
+    ['a null array', '{"code":"200","warning":null}'],
+  ])('warning now: %s is a failed call, never "no warnings"', async (_what, body) => {
+    handler = sendText(body);
+    const error = await failure(client({ maxAttempts: 1 }).warningNow({ location: '101210101' }));
+    expect(error).toBeInstanceOf(MalformedResponseError);
+    expect((error as MalformedResponseError).excerpt).toBe(body);
+  });
+
+  it('warning list: code 200 without warningLocList is a failed call', async () => {
+    handler = sendText('{"code":"200","updateTime":"2025-08-01T04:05+00:00"}');
+    const error = await failure(client({ maxAttempts: 1 }).warningList({ range: 'cn' }));
+    expect(error).toBeInstanceOf(MalformedResponseError);
+  });
+
+  it('v1: {} and a zeroResult false without alerts fail; zeroResult true without them is none', async () => {
+    const c = client({ maxAttempts: 1 });
+    handler = sendText('{}');
+    expect(await failure(c.weatherAlert({ lat: 30.27, lon: 120.16 }))).toBeInstanceOf(
+      MalformedResponseError,
+    );
+    handler = sendText('{"metadata":{"zeroResult":false,"tag":"x"}}');
+    expect(await failure(c.weatherAlert({ lat: 30.27, lon: 120.16 }))).toBeInstanceOf(
+      MalformedResponseError,
+    );
+    handler = sendText('{"metadata":{"zeroResult":true,"tag":"x"}}');
+    expect(await c.weatherAlert({ lat: 30.27, lon: 120.16 })).toMatchObject({
+      zeroResult: true,
+      alerts: [],
+      skipped: [],
+    });
+  });
+
+  it('repairs NUL and lone surrogates in a record, keeping it and its neighbours', async () => {
+    const poisoned = { ...v7NewWarning, id: 'A1', text: 'x', title: 'y' };
+    const body = JSON.stringify(warningNowBody([poisoned, v7OldWarning]))
+      .replace('"text":"x"', '"text":"before\\u0000after"')
+      .replace('"title":"y"', '"title":"lone \\ud800 surrogate"');
+    handler = sendText(body);
+    const now = await client({ maxAttempts: 1 }).warningNow({ location: '101210101' });
+    expect(now.warnings.map((w) => w.id)).toEqual(['A1', v7OldWarning.id]);
+    expect(now.warnings[0]?.text).toBe('beforeafter');
+    expect(now.warnings[0]?.title).toBe('lone  surrogate');
+    expect(JSON.stringify(now.warnings[0]?.raw)).not.toMatch(/\\u0000|\\ud800/);
+    expect(now).toMatchObject({ skipped: [], repaired: 1 });
+  });
+
+  it('skips a record nested 6000 deep before reading it, and reads the rest', async () => {
+    const deep = `${'['.repeat(6000)}${']'.repeat(6000)}`;
+    const body = JSON.stringify(
+      warningNowBody([{ id: 'DEEP', extra: 'HOLE' }, v7NewWarning]),
+    ).replace('"HOLE"', deep);
+    handler = sendText(body);
+    const now = await client({ maxAttempts: 1 }).warningNow({ location: '101210101' });
+    expect(now.warnings.map((w) => w.id)).toEqual([v7NewWarning.id]);
+    expect(now.skipped).toEqual([
+      { index: 0, id: 'DEEP', reason: expect.stringContaining('nested deeper') as unknown },
+    ]);
+  });
+
+  it('ignores unneeded fields of another shape: v7 urgency, v1 icon, as objects', async () => {
+    handler = answer(warningNowBody([{ ...v7NewWarning, urgency: { code: 'Immediate' } }]));
+    const now = await client({ maxAttempts: 1 }).warningNow({ location: '101210101' });
+    expect(now.warnings.map((w) => w.id)).toEqual([v7NewWarning.id]);
+    handler = answer(weatherAlertBody([{ ...v1Alert, icon: { code: '1006' }, urgency: {} }]));
+    const alerts = await client({ maxAttempts: 1 }).weatherAlert({ lat: 31.23, lon: 121.47 });
+    expect(alerts.alerts.map((a) => a.id)).toEqual([v1Alert.id]);
+    expect(alerts.skipped).toEqual([]);
+  });
+
+  it('ends a body that drips in at the deadline, from request to last byte', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const bytes = Buffer.from(JSON.stringify(warningNowBody([v7NewWarning])));
+      let i = 0;
+      const drip = setInterval(() => {
+        if (i >= bytes.length || res.destroyed) return clearInterval(drip);
+        res.write(bytes.subarray(i, i + 1));
+        i += 1;
+      }, 20);
+      res.once('close', () => clearInterval(drip));
+    };
+    const started = Date.now();
+    const error = await failure(
+      client({ timeoutMs: 400, maxAttempts: 2 }).warningNow({ location: '101210101' }),
+    );
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect((error as TimeoutError).phase).toBe('body');
+    // Two attempts of 400 ms and a short backoff: a per-chunk timeout alone never ends it.
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 });

@@ -121,6 +121,9 @@ export async function startPipelineHarness(
     CHECK_CONCURRENCY: '4',
     DELIVERY_CONCURRENCY: '8',
     LOG_LEVEL: 'warn',
+    // Cycles here follow one another within seconds: an end after two misses is told at once
+    // (tests of the time rule set their own).
+    EXPIRE_AFTER_SECONDS: '0',
     ...options.env,
   };
   const config = loadConfig(env);
