@@ -205,6 +205,7 @@ async function runOnce(): Promise<BenchReport> {
       watchers: watchersByCheck(d, source),
       subscriberIds: pipeline.subscriberIds,
       workerPids: pids,
+      told: new Set<string>(),
       // Quick runs share the machine with the other test files in CI: a slow cycle is not a failure.
       timeoutMs: quick ? 150_000 : 20 * 60_000,
     });

@@ -145,6 +145,12 @@ export interface ScenarioEnv {
   subscriberIds: readonly string[];
   workerPids: readonly number[];
   timeoutMs: number;
+  /**
+   * `subscriber|warning id` of every notification owed so far: who was told any warning of a
+   * story hears its update as such, its cancel and its end; anyone else hears the update as
+   * their first news of it, a new, and nothing of its end (INTERFACE §11).
+   */
+  told: Set<string>;
 }
 
 async function waitUntil(what: string, timeoutMs: number, done: () => Promise<boolean>) {
@@ -458,6 +464,7 @@ interface EventRow {
   place_id: string;
   warning_id: string;
   type: EventType;
+  supersedes: string[];
   record: Omit<Warning, 'raw'>;
 }
 
@@ -510,21 +517,27 @@ async function checkCorrectness(
   const indexOf = new Map(env.subscriberIds.map((id, i) => [id, i]));
   const eventRows = await queryRows<EventRow>(
     env.ctx.db,
-    sql`SELECT place_id, warning_id, type, record FROM events WHERE cycle_id = ${c.cycleId}`,
+    sql`SELECT place_id, warning_id, type, supersedes, record FROM events
+        WHERE cycle_id = ${c.cycleId}`,
   );
   // What the ledger's once-only rule keys on: a subscriber is told a warning's event once, and
-  // in v1 one alert may be reported at several points a subscriber watches.
+  // in v1 one alert may be reported at several points a subscriber watches. Warnings in force
+  // are told before endings, so that a story begun and ended in one cycle is told whole.
   const expected = new Set<string>();
-  for (const e of eventRows) {
+  const endings = (e: EventRow) => (e.type === 'cancel' || e.type === 'expired' ? 1 : 0);
+  for (const e of [...eventRows].sort((a, b) => endings(a) - endings(b))) {
     const warning = { ...e.record, raw: null };
     // A v1 event names its point.
     for (const s of env.watchers.get(e.place_id) ?? []) {
       const sub = env.data.subscribers[s]!;
-      if (filterAccepts(sub.filter, { type: e.type, warning })) {
-        expected.add(`${s}|${e.warning_id}|${e.type}`);
-      }
+      if (!filterAccepts(sub.filter, { type: e.type, warning })) continue;
+      const knows = [e.warning_id, ...e.supersedes].some((id) => env.told.has(`${s}|${id}`));
+      if (endings(e) === 1 && !knows) continue;
+      const type = e.type === 'update' && !knows ? 'new' : e.type;
+      expected.add(`${s}|${e.warning_id}|${type}`);
     }
   }
+  for (const key of expected) env.told.add(key.slice(0, key.lastIndexOf('|')));
   const rows = await queryRows<DeliveryRow>(
     env.ctx.db,
     sql`SELECT d.id, d.subscriber_id, d.warning_id, d.event_type, d.channel, d.message_id,

@@ -589,6 +589,11 @@ async function writePlan(db: Db, plan: Plan): Promise<void> {
       .update(subscribers)
       .set({ unsubscribedAt: null, updatedAt: sql`now()` })
       .where(inArray(subscribers.id, plan.resubscribeIds));
+    // Back: told what is in force at the next cycle, as a new subscriber is.
+    await db
+      .update(subscriptions)
+      .set({ catchUp: true })
+      .where(inArray(subscriptions.subscriberId, plan.resubscribeIds));
   }
   for (const change of plan.changes) {
     if (change.kind === 'create') {
@@ -620,6 +625,8 @@ async function writePlan(db: Db, plan: Plan): Promise<void> {
           types: values.types,
           events: values.events,
           points: values.points,
+          // A widened filter or a new point may reveal warnings already in force.
+          catchUp: true,
         })
         .where(eq(subscriptions.id, id));
     }

@@ -13,6 +13,7 @@ import {
   text,
   timestamp,
   unique,
+  uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
 
@@ -167,10 +168,19 @@ export const subscriptions = pgTable(
      * the seed's `lon,lat` entries; null = the place's own coordinates.
      */
     points: text('points').array(),
+    /**
+     * The next cycle tells this subscription the warnings in force at its place (INTERFACE §11,
+     * late joiners): set when it is made, its filter changes or its subscriber resubscribes.
+     */
+    catchUp: boolean('catch_up').notNull().default(true),
     createdAt: tstz('created_at').notNull().defaultNow(),
   },
   (t) => [
     unique('subscriptions_subscriber_place').on(t.subscriberId, t.placeId),
+    // The few subscriptions a cycle's catch-up reads (src/pipeline/catch-up.ts).
+    index('subscriptions_catch_up_idx')
+      .on(t.id)
+      .where(sql`${t.catchUp}`),
     index('subscriptions_place_idx').on(t.placeId),
     check('subscriptions_min_level', sql`${t.minLevel} IS NULL OR ${t.minLevel} IN (${LEVEL_SQL})`),
     check(
@@ -356,10 +366,20 @@ export const events = pgTable(
     attributions: text('attributions').array(),
     /** The warning's occurrence: a warning that resumed has its `expired` once per occurrence. */
     occurrence: integer('occurrence').notNull().default(0),
+    /**
+     * Not detected, but told to late joiners as in force when they subscribed (src/pipeline/
+     * catch-up.ts): one per cycle, place and warning, beside the warning's detected events.
+     */
+    inForce: boolean('in_force').notNull().default(false),
     detectedAt: tstz('detected_at').notNull().defaultNow(),
   },
   (t) => [
-    unique('events_place_warning_type').on(t.placeId, t.warningId, t.type, t.occurrence),
+    uniqueIndex('events_place_warning_type')
+      .on(t.placeId, t.warningId, t.type, t.occurrence)
+      .where(sql`NOT ${t.inForce}`),
+    uniqueIndex('events_in_force_once')
+      .on(t.cycleId, t.placeId, t.warningId)
+      .where(sql`${t.inForce}`),
     index('events_cycle_idx').on(t.cycleId),
     // Retention finds old events by age (src/pipeline/retention.ts).
     index('events_detected_idx').on(t.detectedAt),

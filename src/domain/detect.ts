@@ -218,8 +218,8 @@ function eventOf(
   return { type, warningId: entry.id, warning: entry.warning, supersedes, occurrence, chain: [] };
 }
 
-/** The ids a warning replaces, and theirs, as far as this place knows them; nearest first. */
-function chainOf(warning: Warning, links: ReadonlyMap<string, Warning>): string[] {
+/** The ids a warning replaces, and theirs, as far as `links` knows them; nearest first. */
+export function chainOf(warning: Warning, links: ReadonlyMap<string, Warning>): string[] {
   const chain: string[] = [];
   const seen = new Set([warning.id]);
   let frontier = relatedIds(warning);

@@ -25,6 +25,13 @@ export interface Notification {
   /** v1: the answer's `metadata.attributions`, shown after `attribution`; absent for v7. */
   readonly attributions?: readonly string[];
   readonly lang: 'zh' | 'en';
+  /** A late joiner's `new`: the warning was in force when they subscribed (INTERFACE §11). */
+  readonly inForceWhenSubscribed?: boolean;
+}
+
+/** A cancel or an end: told with when qwn saw it (`endedAt`), not only the planned end. */
+export function isEnding(type: EventType): type is 'cancel' | 'expired' {
+  return type === 'cancel' || type === 'expired';
 }
 
 export interface WebhookWarning {
@@ -65,6 +72,10 @@ export interface WebhookBody {
     supersedes: string[];
     /** v1 only: the answer's `metadata.attributions`, to show with the data. */
     attributions?: string[];
+    /** Cancel and expired: when qwn saw the cancel or the end (`warning.endTime` is planned). */
+    endedAt?: string;
+    /** A late joiner's `new`: the warning was already in force when they subscribed. */
+    inForceWhenSubscribed?: true;
   };
 }
 
@@ -116,6 +127,8 @@ export function webhookPayload(n: Notification): WebhookBody {
       },
       supersedes: [...n.supersedes],
       ...(w.source === 'v1' ? { attributions: [...(n.attributions ?? [])] } : {}),
+      ...(isEnding(n.eventType) ? { endedAt: isoSeconds(n.occurredAt) } : {}),
+      ...(n.inForceWhenSubscribed ? { inForceWhenSubscribed: true as const } : {}),
     },
   };
 }
@@ -152,6 +165,10 @@ export interface Labels {
   pubTime: string;
   startTime: string;
   endTime: string;
+  /** The upstream's end time on a cancel or an end: what was planned, not what happened. */
+  plannedEnd: string;
+  endedAt: Record<'cancel' | 'expired', string>;
+  inForceWhenSubscribed: string;
   notGiven: string;
   instruction: string;
   supersedes: string;
@@ -184,6 +201,9 @@ export const LABELS: Record<Lang, Labels> = {
     pubTime: '发布时间',
     startTime: '开始时间',
     endTime: '结束时间',
+    plannedEnd: '原定结束时间',
+    endedAt: { cancel: '解除时间', expired: '结束时间' },
+    inForceWhenSubscribed: '您订阅时此预警已在生效中。',
     notGiven: '未提供',
     instruction: '防御指南',
     supersedes: '取代的预警',
@@ -214,6 +234,9 @@ export const LABELS: Record<Lang, Labels> = {
     pubTime: 'Published',
     startTime: 'Starts',
     endTime: 'Ends',
+    plannedEnd: 'Planned end',
+    endedAt: { cancel: 'Cancelled at', expired: 'Ended at' },
+    inForceWhenSubscribed: 'This warning was already in force when you subscribed.',
     notGiven: 'not given',
     instruction: 'Instruction',
     supersedes: 'Replaces',
@@ -354,14 +377,22 @@ export function emailContent(n: Notification): EmailContent {
     { label: l.sender, value: w.sender ?? l.notGiven },
     { label: l.pubTime, value: formatTime(w.pubTime, tz, n.lang) },
     { label: l.startTime, value: formatTime(w.startTime, tz, n.lang) },
-    { label: l.endTime, value: formatTime(w.endTime, tz, n.lang) },
+    ...(isEnding(n.eventType)
+      ? [
+          {
+            label: l.endedAt[n.eventType],
+            value: formatTime(n.occurredAt.toISOString(), tz, n.lang),
+          },
+          { label: l.plannedEnd, value: formatTime(w.endTime, tz, n.lang) },
+        ]
+      : [{ label: l.endTime, value: formatTime(w.endTime, tz, n.lang) }]),
   ];
   if (n.supersedes.length > 0) fields.push({ label: l.supersedes, value: n.supersedes.join(', ') });
   fields.push({ label: l.warningId, value: w.id });
   return {
     subject: renderSubject(n),
     headline: `${l.headline[n.eventType]}${l.colon}${w.title}`,
-    intro: l.intro[n.eventType],
+    intro: n.inForceWhenSubscribed ? l.inForceWhenSubscribed : l.intro[n.eventType],
     fields,
     text: w.text,
     instruction: w.instruction?.trim() ? w.instruction : null,

@@ -257,6 +257,9 @@ const WORDS = {
     level: '级别',
     issued: '发布',
     inForce: '起止',
+    planned: '原定起止',
+    endedAt: { cancel: '解除时间', expired: '结束时间' },
+    inForceWhenSubscribed: '您订阅时此预警已在生效中。',
     to: '至',
     notGiven: '未提供',
     changed: '变化',
@@ -281,6 +284,9 @@ const WORDS = {
     level: 'Level',
     issued: 'Issued',
     inForce: 'In force',
+    planned: 'Planned',
+    endedAt: { cancel: 'Cancelled at', expired: 'Ended at' },
+    inForceWhenSubscribed: 'This warning was already in force when you subscribed.',
     to: 'to',
     notGiven: 'not given',
     changed: 'Changes',
@@ -404,7 +410,13 @@ function chainFacts(chain: RobotChain, lang: Lang): ChainFacts {
       field(w0.level, levelField(w, lang)),
     ].join(w0.sep),
     field(w0.issued, issuedBy),
-    field(w0.inForce, `${time(w.startTime)} ${w0.to} ${time(w.endTime)}`),
+    ...(latest.eventType === 'cancel' || latest.eventType === 'expired'
+      ? [
+          field(w0.endedAt[latest.eventType], time(latest.occurredAt.toISOString())),
+          field(w0.planned, `${time(w.startTime)} ${w0.to} ${time(w.endTime)}`),
+        ]
+      : [field(w0.inForce, `${time(w.startTime)} ${w0.to} ${time(w.endTime)}`)]),
+    ...(latest.inForceWhenSubscribed ? [w0.inForceWhenSubscribed] : []),
   ];
   let changed: string | null = null;
   if (chain.steps.length > 1) {

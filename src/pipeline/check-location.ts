@@ -6,8 +6,11 @@ import {
   type DetectSettings,
   type DetectResult,
   type FetchOutcome,
+  type TrackedState,
 } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
+import { expiryOwedToSubscriber } from '../domain/points.js';
+import { tellTheStoryTold } from './story.js';
 import {
   detectSettingsOf,
   emptyOutcome,
@@ -100,11 +103,28 @@ async function writeDetection(
   );
   const byKey = new Map(detection.events.map((e) => [eventKey(e), e]));
   const rows: NewNotification[] = [];
+  const ended = inserted.flatMap((e) => (e.type === 'expired' ? [e.warning_id] : []));
+  const endedElsewhere =
+    ended.length > 0
+      ? await notEndedElsewhere(
+          tx,
+          input.placeId,
+          ended,
+          subscriptions.map((s) => s.subscriber_id),
+        )
+      : new Set<string>();
   for (const event of inserted) {
     const detected = byKey.get(eventKey(event));
     if (!detected) continue;
     for (const sub of subscriptions) {
       if (!filterAccepts(toFilter(sub), { type: detected.type, warning: detected.warning })) {
+        continue;
+      }
+      // The same v7 id at two of their places: it ends for them when it ends at both.
+      if (
+        detected.type === 'expired' &&
+        endedElsewhere.has(`${sub.subscriber_id}\u0000${detected.warningId}`)
+      ) {
         continue;
       }
       rows.push({
@@ -120,13 +140,47 @@ async function writeDetection(
         cycleOnly: sub.cycle_only,
         level: notifiedLevel(detected.warning),
         supersedes: detected.supersedes,
+        chain: detected.chain,
       });
     }
   }
-  return insertNotifications(tx, rows, {
+  return insertNotifications(tx, await tellTheStoryTold(tx, rows), {
     key: `${input.cycleId}_${input.placeId}`,
     now: input.now,
   });
+}
+
+/**
+ * The (subscriber, warning id) pairs, as `subscriber\0warning`, for which a warning that ended
+ * at `placeId` is still tracked at another place the subscriber watches and not ended there
+ * (`expiryOwedToSubscriber`): its end there will be their all-clear (INTERFACE §11).
+ */
+async function notEndedElsewhere(
+  tx: Tx,
+  placeId: string,
+  warningIds: readonly string[],
+  subscriberIds: readonly string[],
+): Promise<Set<string>> {
+  if (subscriberIds.length === 0) return new Set();
+  const rows = await queryPrepared<{
+    subscriber_id: string;
+    warning_id: string;
+    states: TrackedState[];
+  }>(
+    tx,
+    sql`SELECT s.subscriber_id, w.warning_id, array_agg(w.state) AS states
+        FROM warnings w
+        JOIN subscriptions s ON s.place_id = w.place_id
+        WHERE w.warning_id = ANY(${sql.param([...warningIds])}::text[])
+          AND w.place_id <> ${placeId}
+          AND s.subscriber_id = ANY(${sql.param([...new Set(subscriberIds)])}::uuid[])
+        GROUP BY s.subscriber_id, w.warning_id`,
+  );
+  return new Set(
+    rows
+      .filter((r) => !expiryOwedToSubscriber(r.states))
+      .map((r) => `${r.subscriber_id}\u0000${r.warning_id}`),
+  );
 }
 
 /**

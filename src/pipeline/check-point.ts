@@ -40,6 +40,7 @@ import {
   type NewNotification,
 } from './notification-ledger.js';
 import { adoptV7Warnings } from './handover.js';
+import { tellTheStoryTold } from './story.js';
 import {
   statesElsewhere,
   subscriptionsAt,
@@ -244,10 +245,11 @@ async function writePointDetection(
         cycleOnly: sub.cycle_only,
         level: notifiedLevel(detected.warning),
         supersedes: detected.supersedes,
+        chain: detected.chain,
       });
     }
   }
-  const created = await insertNotifications(tx, rows, {
+  const created = await insertNotifications(tx, await tellTheStoryTold(tx, rows), {
     key: `${input.cycleId}_${point.key}`,
     now: input.now,
   });
@@ -459,9 +461,13 @@ export async function runCheckPoint(
                 cycleStartedAt,
                 settings,
               });
-              // Before any write: a check of another point reporting the same alert waits here,
-              // then sees what this one committed (the expiry rule reads other points' states).
-              await lockAlerts(tx, [...new Set(detected.events.map((e) => e.warningId))].sort());
+              // Before any write: a check of another point reporting the same alert, or an
+              // earlier alert of its story, waits here, then sees what this one committed (the
+              // expiry rule reads other points' states, the story what each subscriber was told).
+              await lockAlerts(
+                tx,
+                [...new Set(detected.events.flatMap((e) => [e.warningId, ...e.chain]))].sort(),
+              );
               const written = await writePointDetection(tx, {
                 cycleId,
                 point,

@@ -88,10 +88,13 @@ export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): No
       tz: row.place_tz ?? 'Asia/Shanghai',
     },
     warning: { ...row.record, raw: null },
-    supersedes: row.supersedes,
+    // An update told as a subscriber's first news of a warning (src/pipeline/story.ts) replaces
+    // nothing they know of.
+    supersedes: row.event_type === 'update' || row.event_type === 'cancel' ? row.supersedes : [],
     attribution: ATTRIBUTION[lang],
     ...(row.attributions ? { attributions: row.attributions } : {}),
     lang,
+    ...(row.in_force ? { inForceWhenSubscribed: true } : {}),
   };
 }
 

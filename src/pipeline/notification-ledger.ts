@@ -99,6 +99,11 @@ export interface NewNotification {
   level: Level;
   /** Earlier warning ids of the chain (the event's `supersedes`). */
   supersedes: readonly string[];
+  /**
+   * Every earlier id of the warning's story known where it was detected (`DetectedEvent.chain`):
+   * who was told any of them was told this story (src/pipeline/story.ts). Not stored.
+   */
+  chain: readonly string[];
 }
 
 /** The level a notification is told at: v1 alerts may carry only a colour. */

@@ -6,7 +6,9 @@ import { scrub, type Logger } from '../logger.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from './context.js';
+import { catchUpLateJoiners } from './catch-up.js';
 import { logSkippedRecords } from './check-outcome.js';
+import { releaseCycleMessages } from './cycle-release.js';
 import { pointsToCheck } from './poll-points.js';
 import { checkJobId } from './queues.js';
 import { currentSource, isV7Retirement, switchToV1, type PolledSource } from './upstream-source.js';
@@ -189,6 +191,11 @@ async function startChecks(
       status = ${finished ? 'done' : 'running'},
       finished_at = ${finished ? ctx.now() : null}
     WHERE id = ${cycleId}`);
+  // Before the checks: a warning this cycle finds ended is then told to a late joiner as in
+  // force first, then as ended, never the end of a story they were not told.
+  const caughtUp = await catchUpLateJoiners(ctx, log, { cycleId, source: plan.source });
+  // With no check to finish it, the cycle's own messages are done collecting now.
+  if (finished && caughtUp.count > 0) await releaseCycleMessages(ctx, cycleId);
   await ctx.queues.check.addBulk(
     plan.checks.map((check) => ({
       name: 'check',

@@ -58,6 +58,8 @@ export interface CarriedNotification {
   /** v1: `metadata.attributions` of the answer the event came from; null for v7. */
   attributions: string[] | null;
   detected_at: Date;
+  /** Told to a late joiner as in force when they subscribed (src/pipeline/catch-up.ts). */
+  in_force: boolean;
   place_name: string | null;
   place_tz: string | null;
 }
@@ -93,6 +95,7 @@ type TakenRow = ClaimedMessage & {
   n_supersedes: string[] | null;
   n_attributions: string[] | null;
   n_detected_at: Date | null;
+  n_in_force: boolean | null;
   n_place_name: string | null;
   n_place_tz: string | null;
 };
@@ -121,7 +124,7 @@ function notificationsOf(messageIds: SQL): SQL {
           carried_events AS (
             SELECT e.* FROM (SELECT DISTINCT event_id FROM carried) k
             CROSS JOIN LATERAL (
-              SELECT e.id, e.record, e.supersedes, e.attributions, e.detected_at
+              SELECT e.id, e.record, e.supersedes, e.attributions, e.detected_at, e.in_force
               FROM events e WHERE e.id = k.event_id OFFSET 0) e),
           carried_places AS (
             SELECT p.* FROM (SELECT DISTINCT place_id FROM carried) k
@@ -132,7 +135,7 @@ function notificationsOf(messageIds: SQL): SQL {
                  CASE WHEN c.nth = 1 THEN e.record END AS record,
                  CASE WHEN c.nth = 1 THEN e.supersedes END AS supersedes,
                  CASE WHEN c.nth = 1 THEN e.attributions END AS attributions,
-                 e.detected_at, p.name AS place_name, p.tz AS place_tz
+                 e.detected_at, e.in_force, p.name AS place_name, p.tz AS place_tz
           FROM carried c
           JOIN carried_events e ON e.id = c.event_id
           LEFT JOIN carried_places p ON p.id = c.place_id
@@ -201,7 +204,8 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined):
                n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
                n.place_id AS n_place_id, n.event_id AS n_event_id, n.record AS n_record,
                n.supersedes AS n_supersedes, n.attributions AS n_attributions,
-               n.detected_at AS n_detected_at, n.place_name AS n_place_name,
+               n.detected_at AS n_detected_at, n.in_force AS n_in_force,
+               n.place_name AS n_place_name,
                n.place_tz AS n_place_tz
         FROM taken c JOIN subscribers s ON s.id = c.subscriber_id
         LEFT JOIN owned_notifications n ON n.message_id = c.id
@@ -271,6 +275,7 @@ export async function claimMessages(
         supersedes: r.n_supersedes,
         attributions: r.n_attributions,
         detected_at: r.n_detected_at!,
+        in_force: r.n_in_force === true,
         place_name: r.n_place_name,
         place_tz: r.n_place_tz,
       });

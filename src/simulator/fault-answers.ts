@@ -13,6 +13,10 @@ export interface FaultEffect {
   readonly malformed: boolean;
   readonly badGzip?: BadGzip;
   readonly quirks: readonly Quirk[];
+  /** Raw record texts to add to the answer's array. */
+  readonly extraRecords?: readonly string[];
+  /** Send the answer this many bytes at a time, one step every `intervalMs`. */
+  readonly drip?: { readonly intervalMs: number; readonly bytes: number };
 }
 
 export const NO_FAULT: FaultEffect = Object.freeze({
@@ -92,6 +96,20 @@ export async function answerFault(
         contentType: fault.contentType ?? 'text/html; charset=utf-8',
       });
       return ANSWERED;
+    case 'body':
+      write(res, fault.status ?? 200, fault.body, {
+        gzip,
+        contentType: fault.contentType ?? 'application/json; charset=utf-8',
+      });
+      return ANSWERED;
+    case 'extraRecords':
+      return { ...NO_FAULT, extraRecords: fault.records };
+    case 'drip':
+      return {
+        ...NO_FAULT,
+        gzip: false,
+        drip: { intervalMs: fault.intervalMs, bytes: fault.bytes ?? 1 },
+      };
     case 'malformedJson':
       return { ...NO_FAULT, malformed: true };
     case 'corruptGzip':

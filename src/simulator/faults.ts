@@ -39,6 +39,28 @@ const actionSchema = z.discriminatedUnion('kind', [
     body: z.string().optional(),
     contentType: z.string().optional(),
   }),
+  /**
+   * A raw body, e.g. `{}` or `{"code":"200"}` without its array: HTTP 200 and JSON unless told
+   * otherwise. The text goes out as given, so it may hold what JSON.stringify cannot write.
+   */
+  z.strictObject({
+    kind: z.literal('body'),
+    body: z.string(),
+    status: z.number().int().min(100).max(599).optional(),
+    contentType: z.string().optional(),
+  }),
+  /**
+   * The normal answer with these records added to its array (v7 `warning`, v1 `alerts`), each
+   * a raw JSON text: a poisoned record (`\u0000`, a lone `\ud800`, nesting thousands deep, an
+   * object where a string belongs) beside the real ones.
+   */
+  z.strictObject({ kind: z.literal('extraRecords'), records: z.array(z.string()).min(1) }),
+  /** The normal answer, `bytes` bytes (default 1) every `intervalMs`: a body that drips in. */
+  z.strictObject({
+    kind: z.literal('drip'),
+    intervalMs: z.number().int().min(1).max(60_000),
+    bytes: z.number().int().min(1).max(65_536).optional(),
+  }),
   /** Never answers (the socket stays open until the client gives up or the server closes). */
   z.strictObject({ kind: z.literal('hang') }),
   /** Answers normally after a delay. */

@@ -89,6 +89,9 @@ export interface Simulator {
   state(): SimulatorState;
 }
 
+/** Where the `extraRecords` fault's raw records go in an answer's array. */
+const EXTRA_MARKER = '__qwn_simulator_extra_records__';
+
 function emptyCounts(): RequestCounts {
   const byOperation = {} as Record<Operation, number>;
   const byOperationLocation = {} as Record<Operation, Record<string, number>>;
@@ -388,14 +391,15 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
       : NO_FAULT;
     if (effect.answered) return;
     gzip = effect.gzip ?? gzip;
-    const { quirks, malformed, badGzip } = effect;
+    const { quirks, malformed, badGzip, extraRecords, drip } = effect;
+    const plain = quirks.length === 0 && !malformed && !badGzip && !extraRecords && !drip;
 
     const at = clock();
     try {
       if (r.op === 'warningNow') {
         const id = v7Api.resolveWarningLocation(q);
         langParam(q);
-        if (quirks.length === 0 && !malformed && !badGzip) {
+        if (plain) {
           const key = `${id}|${nameLang(q.get('lang'))}`;
           let cached = warningNowCache.get(key);
           if (!cached) {
@@ -458,11 +462,51 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
     }
 
     function respond(body: Body): void {
-      let json = JSON.stringify(applyResponseQuirks(body, quirks));
+      let json = JSON.stringify(withExtraMarker(applyResponseQuirks(body, quirks)));
+      if (extraRecords) json = json.replace(`"${EXTRA_MARKER}"`, extraRecords.join(','));
       // Cut mid-way: an object cut before its closing brace is never valid JSON.
       if (malformed) json = json.slice(0, Math.max(1, Math.floor(json.length / 2)));
+      if (drip) {
+        dripOut(res, Buffer.from(json), drip);
+        return;
+      }
       write(res, 200, json, { gzip, badGzip });
     }
+
+    /** A placeholder at the end of the answer's array, replaced by the raw extra records. */
+    function withExtraMarker(body: Body): Body {
+      if (!extraRecords) return body;
+      const field = Array.isArray(body.warning) ? 'warning' : 'alerts';
+      const list = Array.isArray(body[field]) ? (body[field] as unknown[]) : [];
+      return { ...body, [field]: [...list, EXTRA_MARKER] };
+    }
+  }
+
+  /** Writes a body a few bytes at a time; the client's deadline, not the body, ends it. */
+  function dripOut(
+    res: ServerResponse,
+    bytes: Buffer,
+    drip: { intervalMs: number; bytes: number },
+  ): void {
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': bytes.length,
+    });
+    hanging.add(res);
+    let at = 0;
+    const step = setInterval(() => {
+      if (res.destroyed || at >= bytes.length) {
+        clearInterval(step);
+        if (!res.destroyed) res.end();
+        return;
+      }
+      res.write(bytes.subarray(at, at + drip.bytes));
+      at += drip.bytes;
+    }, drip.intervalMs);
+    res.once('close', () => {
+      clearInterval(step);
+      hanging.delete(res);
+    });
   }
 
   function advanceClock(ms: number): Date {

@@ -105,7 +105,8 @@ describe('email channel', () => {
     await mailer().send('ops@example.com', messageOf(n));
     const [mail] = await sink.waitForMessages(1);
     expect(mail!.parsed.subject).toBe('Cancelled: Rainstorm warning (Beijing)');
-    expect(mail!.parsed.text).toContain('Ends: 2026-07-02 07:30 (GMT+8)');
+    expect(mail!.parsed.text).toContain('Planned end: 2026-07-02 07:30 (GMT+8)');
+    expect(mail!.parsed.text).toContain('Cancelled at: 2026-07-01 16:00 (GMT+8)');
     expect(mail!.parsed.text).toContain('The issuer has cancelled this warning.');
   });
 

@@ -321,3 +321,51 @@ describe('rendering properties', () => {
     );
   });
 });
+
+describe('INTERFACE §11: ends say when, late joiners are told why, a warning back says so', () => {
+  const seenAt = new Date('2026-07-02T03:30:00Z');
+
+  it('gives a cancel and an end the time qwn saw them, keeping the planned end as the upstream gave it', () => {
+    for (const eventType of ['cancel', 'expired'] as const) {
+      const n = sampleNotification({ eventType, occurredAt: seenAt });
+      const body = webhookPayload(n);
+      expect(body.data.endedAt).toBe('2026-07-02T03:30:00Z');
+      expect(body.data.warning.endTime).toBe('2026-07-02T16:00+08:00');
+    }
+    for (const eventType of ['new', 'update', 'resumed'] as const) {
+      expect(webhookPayload(sampleNotification({ eventType })).data.endedAt).toBeUndefined();
+    }
+  });
+
+  it('says in an email when a warning was cancelled or ended, and labels the old end as planned', () => {
+    const zh = renderEmail(sampleNotification({ eventType: 'cancel', occurredAt: seenAt })).text;
+    expect(zh).toContain('解除时间：2026-07-02 11:30 (GMT+8)');
+    expect(zh).toContain('原定结束时间：2026-07-02 16:00 (GMT+8)');
+    expect(zh).not.toMatch(/^结束时间/m);
+    const en = renderEmail(english({ eventType: 'expired', occurredAt: seenAt })).text;
+    expect(en).toContain('Ended at: 2026-07-02 11:30 (GMT+8)');
+    expect(en).toContain('Planned end: 2026-07-02 16:00 (GMT+8)');
+    expect(en).not.toMatch(/^Ends: /m);
+  });
+
+  it('tells a late joiner the warning was in force when they subscribed', () => {
+    const n = sampleNotification({ inForceWhenSubscribed: true });
+    expect(webhookPayload(n).data.inForceWhenSubscribed).toBe(true);
+    expect(webhookPayload(sampleNotification()).data).not.toHaveProperty('inForceWhenSubscribed');
+    expect(renderEmail(n).text).toContain('您订阅时此预警已在生效中。');
+    expect(renderEmail(english({ inForceWhenSubscribed: true })).html).toContain(
+      'This warning was already in force when you subscribed.',
+    );
+  });
+
+  it('marks a warning back in force in the subject and the body', () => {
+    const zh = renderEmail(sampleNotification({ eventType: 'resumed' }));
+    expect(zh.subject).toMatch(/^【预警恢复·橙色预警】/);
+    expect(zh.text).toContain('此前告知已结束的预警重新发布，仍然有效。');
+    const en = renderEmail(english({ eventType: 'resumed' }));
+    expect(en.subject).toMatch(/^Back in force: \[Orange warning\] /);
+    expect(webhookPayload(sampleNotification({ eventType: 'resumed' })).type).toBe(
+      'warning.resumed',
+    );
+  });
+});

@@ -521,3 +521,31 @@ describe('robot chains: bad links', () => {
 function byDelivery(a: Notification, b: Notification): number {
   return a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0;
 }
+
+describe('robot bodies: INTERFACE §11', () => {
+  it('says when a warning was cancelled or ended, the old times labelled as planned', () => {
+    const seenAt = new Date('2026-07-02T03:30:00Z');
+    const zh = markdownOf(
+      renderWecom([sampleNotification({ eventType: 'cancel', occurredAt: seenAt })], MESSAGE_ID),
+    );
+    expect(zh).toContain('解除时间：2026-07-02 11:30 (GMT+8)');
+    expect(zh).toContain('原定起止：2026-07-01 16:00 (GMT+8) 至 2026-07-02 16:00 (GMT+8)');
+    expect(zh).not.toMatch(/(^|[^定])起止：/m);
+    const en = markdownOf(
+      renderWecom([english({ eventType: 'expired', occurredAt: seenAt })], MESSAGE_ID),
+    );
+    expect(en).toContain('Ended at: 2026-07-02 11:30 (GMT+8)');
+    expect(en).toContain('Planned: 2026-07-01 16:00 (GMT+8) to 2026-07-02 16:00 (GMT+8)');
+  });
+
+  it('tells a late joiner the warning was in force, and marks one back in force', () => {
+    const late = markdownOf(
+      renderWecom([sampleNotification({ inForceWhenSubscribed: true })], MESSAGE_ID),
+    );
+    expect(late).toContain('您订阅时此预警已在生效中。');
+    const back = markdownOf(
+      renderWecom([sampleNotification({ eventType: 'resumed' })], MESSAGE_ID),
+    );
+    expect(back).toContain('【预警恢复·橙色预警】');
+  });
+});

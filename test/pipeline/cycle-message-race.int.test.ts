@@ -80,6 +80,7 @@ describe('a cycle message while it collects', () => {
             cycleOnly: true,
             level: '黄色',
             supersedes: [],
+            chain: [],
           },
         ],
         { key: `${cycleId}_${place}_${warningId}`, now: new Date() },

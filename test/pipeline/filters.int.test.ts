@@ -87,9 +87,10 @@ describe('filters through the pipeline', () => {
       `typhoon@example.com ${typhoonRed.id} update`,
       `typhoon@example.com ${typhoonCancel.id} cancel`,
       `code@example.com ${rainRed.id} new`,
-      // Blue typhoon and yellow wind are below orange.
+      // Blue typhoon and yellow wind are below orange: the red update is the first it hears of
+      // the typhoon, so it comes as new, and its cancel follows (INTERFACE §11).
       `severe@example.com ${rainRed.id} new`,
-      `severe@example.com ${typhoonRed.id} update`,
+      `severe@example.com ${typhoonRed.id} new`,
       `severe@example.com ${typhoonCancel.id} cancel`,
       // New and cancel only: no update.
       `/starts-and-ends ${typhoonBlue.id} new`,

@@ -48,6 +48,7 @@ describe('the hourly limit', () => {
       cycleOnly: false,
       level: '黄色',
       supersedes: [],
+      chain: [],
     };
   }
 

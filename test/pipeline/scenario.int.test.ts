@@ -107,21 +107,23 @@ describe('poll --once over a warning timeline', () => {
     expect(summary.messages).toEqual({ sent: 2, failed: 0, pending: 0, held: 0, released: 0 });
     const rows = await h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
+    // /dispatch (orange and above) was never told the yellow warning: the orange one is its
+    // first news of it, a new with nothing it replaces (INTERFACE §11).
     expect(
       rows
-        .filter((d) => d.event_type === 'update')
+        .filter((d) => d.warning_id === orange.id)
         .map((d) => [d.subscriber, d.warning_id, d.event_type])
         .sort((a, b) => a.join().localeCompare(b.join())),
     ).toEqual([
-      ['/dispatch', orange.id, 'update'],
+      ['/dispatch', orange.id, 'new'],
       ['duty@example.com', orange.id, 'update'],
     ]);
     const hook = h.hooks.requestsTo('/dispatch');
     expect(hook).toHaveLength(1);
     expect(hook[0]!.verified).toBe(true);
     expect(hook[0]!.json).toMatchObject({
-      type: 'warning.update',
-      data: { warning: { id: orange.id, level: '橙色' }, supersedes: [yellow.id] },
+      type: 'warning.new',
+      data: { warning: { id: orange.id, level: '橙色' }, supersedes: [] },
     });
   });
 
@@ -180,7 +182,7 @@ describe('poll --once over a warning timeline', () => {
     const rows = await h.deliveries();
     const owed = [
       ['duty@example.com', yellow.id, 'new'],
-      ['/dispatch', orange.id, 'update'],
+      ['/dispatch', orange.id, 'new'],
       ['duty@example.com', orange.id, 'update'],
       ['/dispatch', orange.id, 'expired'],
       ['duty@example.com', orange.id, 'expired'],

@@ -144,20 +144,22 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     expect(summary.deliveries).toEqual({ sent: 2, failed: 0, pending: 0, held: 0 });
     const rows = await v.h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
+    // /dispatch (orange and above) was never told the yellow warning: the orange one is its
+    // first news of it, a new with nothing it replaces (INTERFACE §11).
     expect(
       rows
-        .filter((d) => d.event_type === 'update')
+        .filter((d) => d.warning_id === orange.alert.id)
         .map((d) => [d.subscriber, d.warning_id, d.event_type])
         .sort((a, b) => a.join().localeCompare(b.join())),
     ).toEqual([
-      ['/dispatch', orange.alert.id, 'update'],
+      ['/dispatch', orange.alert.id, 'new'],
       ['duty@example.com', orange.alert.id, 'update'],
     ]);
     const hook = v.h.hooks.requestsTo('/dispatch');
     expect(hook).toHaveLength(1);
     expect(hook[0]!.verified).toBe(true);
     expect(hook[0]!.json).toMatchObject({
-      type: 'warning.update',
+      type: 'warning.new',
       data: {
         warning: {
           id: orange.alert.id,
@@ -172,7 +174,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
           status: 'update',
           related: yellow.alert.id,
         },
-        supersedes: [yellow.alert.id],
+        supersedes: [],
         attributions: [ATTRIBUTION],
       },
     });
@@ -235,7 +237,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     const rows = await v.h.deliveries();
     const owed = [
       ['duty@example.com', yellow.alert.id, 'new'],
-      ['/dispatch', orange.alert.id, 'update'],
+      ['/dispatch', orange.alert.id, 'new'],
       ['duty@example.com', orange.alert.id, 'update'],
       ['/dispatch', orange.alert.id, 'expired'],
       ['duty@example.com', orange.alert.id, 'expired'],
