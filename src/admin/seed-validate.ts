@@ -68,7 +68,15 @@ const documentSchema = z.strictObject({
 });
 
 const subscriberSchema = z.strictObject({
-  name: z.string().trim().min(1, 'must not be empty').max(200).nullish(),
+  name: z
+    .string()
+    .trim()
+    .min(1, 'must not be empty')
+    .max(200)
+    // A name goes into email headers and chat titles: a line break there would start another.
+    // eslint-disable-next-line no-control-regex
+    .refine((v) => !/[\x00\r\n]/.test(v), 'must be one line, without CR, LF or NUL')
+    .nullish(),
   email: z.string().nullish(),
   webhook: z.string().nullish(),
   wecom: z.string().nullish(),
@@ -101,7 +109,12 @@ const LOCATION_ID = /^(?=.*\d)[A-Za-z0-9]{1,32}$/;
 
 // The database's check constraints (src/db/schema.ts) are the floor; these rules are at least
 // as strict, so nothing the seed accepts can be refused by Postgres (DESIGN invariant 6).
-const EMAIL = /^[^@\s]+@(?:[^@\s.]+\.)+[^@\s.]+$/;
+// One mailbox: none of the characters that would let the value name a second one (`,` `;`
+// `<` `>` `"`), no whitespace or control characters (INTERFACE §11).
+const MAILBOX_PART = String.raw`[^@\s,;<>"\u0000-\u001f\u007f`;
+const EMAIL = new RegExp(
+  String.raw`^${MAILBOX_PART}]+@(?:${MAILBOX_PART}.]+\.)+${MAILBOX_PART}.]+$`,
+);
 const DB_WEBHOOK = /^https?:\/\/[^/@\s]+(\/\S*)?$/;
 /** Standard Webhooks' own generators use 24 bytes; 32 leaves margin at no cost. */
 const GENERATED_SECRET_BYTES = 32;
@@ -139,7 +152,7 @@ function zodProblems(
 
 export function checkEmail(value: string): string | null {
   if (!EMAIL.test(value)) {
-    return 'must be an email address (one @, a dotted domain, no spaces)';
+    return 'must be one email address (one @, a dotted domain, none of , ; < > " or spaces)';
   }
   if (value.length > 254) return 'must be at most 254 characters';
   return null;
@@ -273,9 +286,12 @@ export function checkRobotSecret(vendor: RobotVendor, value: string): string | n
   return null;
 }
 
-/** The identity of a subscriber: its address, compared as the database compares it. */
+/**
+ * The identity of a subscriber: its address, compared as the database compares it (an email
+ * address without letter case: `A@X.ORG` is the mailbox of `a@x.org`).
+ */
 export function identityOf(address: SubscriberAddress): string {
-  if (address.channel === 'email') return `email:${address.email}`;
+  if (address.channel === 'email') return `email:${address.email.toLowerCase()}`;
   return `${address.channel}:${address.url}`;
 }
 

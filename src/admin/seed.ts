@@ -364,7 +364,15 @@ async function planChanges(
     p.source.address.channel === 'robot' ? [p.source.address.url] : [],
   );
   const conditions = [
-    ...(emails.length > 0 ? [inArray(subscribers.email, emails)] : []),
+    // A mailbox compares without letter case (INTERFACE §11), as its unique index does.
+    ...(emails.length > 0
+      ? [
+          inArray(
+            sql`lower(${subscribers.email})`,
+            emails.map((e) => e.toLowerCase()),
+          ),
+        ]
+      : []),
     ...(urls.length > 0 ? [inArray(subscribers.webhookUrl, urls)] : []),
     ...(robotUrls.length > 0 ? [inArray(subscribers.robotUrl, robotUrls)] : []),
   ];
@@ -388,7 +396,9 @@ async function planChanges(
           )
       : [];
 
-  const byEmail = new Map(existing.flatMap((s) => (s.email === null ? [] : [[s.email, s]])));
+  const byEmail = new Map(
+    existing.flatMap((s) => (s.email === null ? [] : [[s.email.toLowerCase(), s]])),
+  );
   const byUrl = new Map(
     existing.flatMap((s) => (s.webhookUrl === null ? [] : [[s.webhookUrl, s]])),
   );
@@ -436,7 +446,7 @@ async function planChanges(
     );
     const current =
       address.channel === 'email'
-        ? byEmail.get(address.email)
+        ? byEmail.get(address.email.toLowerCase())
         : address.channel === 'robot'
           ? byRobot.get(address.url)
           : byUrl.get(address.url);

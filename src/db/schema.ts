@@ -65,7 +65,8 @@ export const subscribers = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     name: text('name'),
-    email: text('email').unique('subscribers_email_unique'),
+    /** Its identity compares without letter case (`subscribers_email_lower_unique`). */
+    email: text('email'),
     webhookUrl: text('webhook_url').unique('subscribers_webhook_url_unique'),
     webhookSecret: text('webhook_secret'),
     /**
@@ -103,9 +104,11 @@ export const subscribers = pgTable(
       'subscribers_one_address',
       sql`num_nonnulls(${t.email}, ${t.webhookUrl}, ${t.robotUrl}) = 1`,
     ),
+    // One mailbox a row: `A@X.ORG` is `a@x.org`, so an unsubscribe holds in any letter case.
+    uniqueIndex('subscribers_email_lower_unique').on(sql`lower(${t.email})`),
     check(
       'subscribers_email_format',
-      sql`${t.email} IS NULL OR ${t.email} ~ '^[^@[:space:]]+@[^@[:space:]]+\\.[^@[:space:]]+$'`,
+      sql`${t.email} IS NULL OR ${t.email} ~ '^[^@[:space:][:cntrl:],;<>"]+@[^@[:space:][:cntrl:],;<>"]+\\.[^@[:space:][:cntrl:],;<>"]+$'`,
     ),
     check(
       'subscribers_webhook_format',
@@ -304,6 +307,28 @@ export const upstreamSource = pgTable(
   (t) => [
     check('upstream_source_singleton', sql`${t.singleton}`),
     check('upstream_source_source', sql`${t.source} IN ('v1')`),
+  ],
+);
+
+/**
+ * Evidence that QWeather retired v7 (INTERFACE §11): under `auto`, the cycles in a row whose v7
+ * warning calls answered 403 "Deprecated" or a JSON 404. Three in a row switch the deployment to
+ * v1; a cycle whose list call answers otherwise ends the streak (the row is deleted). One row
+ * at most.
+ */
+export const v7Retirement = pgTable(
+  'v7_retirement',
+  {
+    singleton: boolean('singleton').primaryKey().default(true),
+    cycles: integer('cycles').notNull(),
+    lastCycleId: uuid('last_cycle_id').notNull(),
+    firstSeenAt: tstz('first_seen_at').notNull(),
+    /** The last such answer: the operation and what it said. */
+    reason: text('reason').notNull(),
+  },
+  (t) => [
+    check('v7_retirement_singleton', sql`${t.singleton}`),
+    check('v7_retirement_cycles', sql`${t.cycles} >= 1`),
   ],
 );
 

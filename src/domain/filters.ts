@@ -4,6 +4,7 @@
  */
 import { EVENT_TYPES, type EventType } from './detect.js';
 import { LEVELS, levelRank, parseLevel, type KnownLevel, type Warning } from './warning.js';
+import { canonicalTypeCode, typeCodeOfInput, warningTypeOf } from './warning-types.js';
 
 export interface SubscriptionFilter {
   /** null = every level. */
@@ -54,27 +55,25 @@ export function acceptsLevel(filter: SubscriptionFilter, warning: Warning): bool
   return levelRank(level) >= levelRank(filter.minLevel);
 }
 
+/**
+ * A warning's type against a subscription's list: by code (either style, or the code a known
+ * Chinese or English name stands for), else by the name as written (lists stored before types
+ * were kept as codes).
+ */
 export function acceptsType(filter: SubscriptionFilter, warning: Warning): boolean {
   if (filter.types === null) return true;
   const name = warning.typeName === null ? null : normalizeName(warning.typeName);
-  const code = warning.typeCode === null ? null : canonicalTypeCode(warning.typeCode);
+  const code =
+    (warning.typeCode === null ? undefined : canonicalTypeCode(warning.typeCode)) ??
+    (warning.typeName === null ? undefined : warningTypeOf(warning.typeName)?.code);
   return filter.types.some(
     (listed) =>
-      (name !== null && normalizeName(listed) === name) ||
-      (code !== null && canonicalTypeCode(listed) === code),
+      (code !== undefined && (typeCodeOfInput(listed) ?? canonicalTypeCode(listed)) === code) ||
+      (name !== null && normalizeName(listed) === name),
   );
 }
 
-/**
- * A type code in today's style: old records used 11B01…11B99 for what is now 1001…1099
- * (11B03 暴雨 = 1003), so a subscriber may list either and still match both kinds of records.
- * Any other text is kept as written: codes need never be known.
- */
-export function canonicalTypeCode(code: string): string {
-  const trimmed = code.trim().toUpperCase();
-  const oldStyle = /^11B(\d{2})$/.exec(trimmed);
-  return oldStyle ? `10${oldStyle[1]}` : trimmed;
-}
+export { canonicalTypeCode };
 
 /** Names compare without surrounding space and, for English names, without case. */
 function normalizeName(name: string): string {
@@ -125,7 +124,16 @@ function parseTypes(value: unknown, problems: FilterProblem[]): readonly string[
       });
       return;
     }
-    if (!types.includes(item.trim())) types.push(item.trim());
+    // Kept as the code: a misspelt name would match no warning, and nothing would say why.
+    const code = typeCodeOfInput(item);
+    if (code === undefined) {
+      problems.push({
+        field: `types[${index}]`,
+        message: `${describe(item)} is not a QWeather warning type: write its code ("1001"), Chinese name ("台风") or English name ("typhoon"), as listed in docs/warning-types.md`,
+      });
+      return;
+    }
+    if (!types.includes(code)) types.push(code);
   });
   return Object.freeze(types);
 }

@@ -21,7 +21,7 @@ import {
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
-import { isV7Retirement, switchToV1 } from './upstream-source.js';
+import { isV7Retirement, weighRetirement } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
   enqueueInserted,
@@ -252,8 +252,9 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     // not run, and the stored state stays as it was.
     fetch = { ok: false };
     if (ctx.config.qweather.alertSource === 'auto' && isV7Retirement(err)) {
-      // QWeather retired v7 (INTERFACE §10): the next cycle polls v1.
-      await switchToV1(ctx.db, log, { operation: 'warningNow', err, now: ctx.now() });
+      // QWeather retired v7 (INTERFACE §10-11): evidence for this cycle; after three cycles in
+      // a row the next cycle polls v1.
+      await weighRetirement(ctx.db, log, { cycleId, operation: 'warningNow', err, now: ctx.now() });
     } else {
       ctx.onUpstreamResult?.('warningNow', err);
       if (err instanceof UpstreamCircuitOpenError) log.debug({ err }, 'warning check held back');

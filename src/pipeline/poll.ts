@@ -11,7 +11,13 @@ import { logSkippedRecords } from './check-outcome.js';
 import { releaseCycleMessages } from './cycle-release.js';
 import { pointsToCheck } from './poll-points.js';
 import { checkJobId } from './queues.js';
-import { currentSource, isV7Retirement, switchToV1, type PolledSource } from './upstream-source.js';
+import {
+  clearRetirementEvidence,
+  currentSource,
+  isV7Retirement,
+  weighRetirement,
+  type PolledSource,
+} from './upstream-source.js';
 
 export const POLL_JOB = 'poll';
 
@@ -80,15 +86,26 @@ export async function runPoll(
     listSkipped = list.skipped.length;
     logSkippedRecords(log, list.skipped);
     ctx.onUpstreamResult?.('warningList', null);
+    if (ctx.config.qweather.alertSource === 'auto') await clearRetirementEvidence(ctx.db);
   } catch (err) {
-    if (ctx.config.qweather.alertSource === 'auto' && isV7Retirement(err)) {
-      // QWeather retired v7: the deployment follows it to v1 (INTERFACE §10), and this cycle
-      // polls v1 at once rather than failing. Not reported as an upstream failure: health and
-      // the call gate would hold back the v1 calls that replace it.
-      await switchToV1(ctx.db, log, { operation: 'warningList', err, now: ctx.now() });
-      return pollPoints(ctx, log, cycle, { listCalls: 1, listErrors: 1 });
+    const auto = ctx.config.qweather.alertSource === 'auto';
+    const retired = auto && isV7Retirement(err);
+    if (retired) {
+      // QWeather retired v7: after three cycles in a row saying so, the deployment follows it
+      // to v1 (INTERFACE §10-11), and this cycle polls v1 at once rather than failing. Not
+      // reported as an upstream failure: health and the call gate would hold back the v1 calls
+      // that replace it, or the v7 calls of the cycles that must confirm it.
+      const switched = await weighRetirement(ctx.db, log, {
+        cycleId,
+        operation: 'warningList',
+        err,
+        now: ctx.now(),
+      });
+      if (switched) return pollPoints(ctx, log, cycle, { listCalls: 1, listErrors: 1 });
+    } else {
+      if (auto) await clearRetirementEvidence(ctx.db);
+      ctx.onUpstreamResult?.('warningList', err);
     }
-    ctx.onUpstreamResult?.('warningList', err);
     const message = scrub(err instanceof Error ? err.message : String(err));
     // A call held back by the circuit never reached the upstream: it is not counted as one.
     const called = err instanceof UpstreamCircuitOpenError ? 0 : 1;
@@ -97,7 +114,9 @@ export async function runPoll(
         source = 'v7',
         upstream_calls = upstream_calls + ${called}, upstream_errors = upstream_errors + ${called}
       WHERE id = ${cycleId}`);
-    if (err instanceof DeprecatedEndpointError) {
+    if (retired) {
+      log.info({ operation: 'warningList' }, 'warning list answered as retired');
+    } else if (err instanceof DeprecatedEndpointError) {
       // The endpoint will not come back: one line that tells the operator what to do.
       log.error({ operation: 'warningList', hint: err.hint }, `v7 endpoint retired: ${err.hint}`);
     } else if (err instanceof UpstreamCircuitOpenError) {

@@ -86,6 +86,8 @@ export class BadRequestError extends QWeatherError {
     message: string,
     details: QWeatherErrorDetails,
     invalidParams: readonly string[] = [],
+    /** The answer was QWeather's own problem+json, not a proxy's or a server's HTML page. */
+    readonly problemJson = false,
   ) {
     super(message, details);
     this.invalidParams = invalidParams;
@@ -126,11 +128,12 @@ export class TimeoutError extends QWeatherError {
 
 /**
  * A v7 warning call answered that the endpoint is gone: 403 "Deprecated", or a real HTTP 404
- * on the warning path (an old-style `{"code":"404"}` in a 200 answer is "no such location").
+ * with QWeather's problem+json body. An HTML 404 is a proxy or a wrong base URL, and an
+ * old-style `{"code":"404"}` in a 200 answer is "no such location": neither is retirement.
  */
 export function isRetiredEndpoint(err: unknown): boolean {
   return (
     err instanceof DeprecatedEndpointError ||
-    (err instanceof BadRequestError && err.httpStatus === 404)
+    (err instanceof BadRequestError && err.httpStatus === 404 && err.problemJson)
   );
 }

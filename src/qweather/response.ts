@@ -126,6 +126,7 @@ function classify(
       describe('the upstream refused the request'),
       details,
       invalidParamNames(problem?.invalidParams),
+      problem !== undefined,
     );
   }
   return new MalformedResponseError(

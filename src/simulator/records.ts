@@ -1,4 +1,5 @@
 import { parseLevel, type KnownLevel } from '../domain/warning.js';
+import { WARNING_TYPES } from '../domain/warning-types.js';
 import { BUILTIN_PLACE_ROWS, type PlaceRow } from './places.js';
 
 /**
@@ -49,24 +50,10 @@ export type V1Quirk = (typeof V1_QUIRKS)[number];
 export type Quirk = RecordQuirk | V1Quirk | (typeof RESPONSE_QUIRKS)[number];
 export const ALL_QUIRKS: readonly Quirk[] = [...RECORD_QUIRKS, ...V1_QUIRKS, ...RESPONSE_QUIRKS];
 
-/** Type codes of the facts note; any other code is served with the name it was given. */
-export const TYPE_NAMES: Readonly<Record<string, string>> = {
-  '1001': '台风',
-  '1002': '龙卷风',
-  '1003': '暴雨',
-  '1004': '暴雪',
-  '1005': '寒潮',
-  '1006': '大风',
-  '1007': '沙尘暴',
-  '1009': '高温',
-  '1014': '雷电',
-  '1015': '冰雹',
-  '1016': '霜冻',
-  '1017': '大雾',
-  '1019': '霾',
-  '1021': '道路结冰',
-  '1022': '干旱',
-};
+/** Type names by code (QWeather's list); any other code is served with the name it was given. */
+export const TYPE_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
+  WARNING_TYPES.map((t) => [t.code, t.zh]),
+);
 const TYPE_CODES = new Map(Object.entries(TYPE_NAMES).map(([code, name]) => [name, code]));
 
 interface LevelStyle {

@@ -25,7 +25,7 @@ describe('seed problems as printed', () => {
       5,
     );
     expect(lines(doc)).toEqual([
-      'subscribers[5].email (Pudong Desk): must be an email address (one @, a dotted domain, no spaces); got "pudong@@example"',
+      'subscribers[5].email (Pudong Desk): must be one email address (one @, a dotted domain, none of , ; < > " or spaces); got "pudong@@example"',
     ]);
   });
 

@@ -149,7 +149,7 @@ describe('applySeed against Postgres and the simulator', () => {
       expect.objectContaining({
         place_id: '101210101',
         min_level: '黄色',
-        types: ['暴雨', '台风'],
+        types: ['1003', '1001'],
         events: ['new', 'update', 'cancel', 'expired'],
       }),
       expect.objectContaining({ place_id: '101210113', min_level: '黄色' }),
@@ -224,8 +224,8 @@ describe('applySeed against Postgres and the simulator', () => {
 
     const after = await subscriptionsOf('duty@example.com');
     expect(after).toEqual([
-      expect.objectContaining({ place_id: '101210101', min_level: '橙色', types: ['暴雨'] }),
-      expect.objectContaining({ place_id: '101210401', min_level: '橙色', types: ['暴雨'] }),
+      expect.objectContaining({ place_id: '101210101', min_level: '橙色', types: ['1003'] }),
+      expect.objectContaining({ place_id: '101210401', min_level: '橙色', types: ['1003'] }),
     ]);
     expect(after.every((s) => s.subscriber_id === before?.subscriber_id)).toBe(true);
     const [updated] = await queryRows<{ name: string; lang: string }>(
@@ -242,6 +242,61 @@ describe('applySeed against Postgres and the simulator', () => {
     ).toEqual(other);
     // A place no longer subscribed stays: warnings and deliveries may still refer to it.
     expect((await counts())?.places).toBe(4);
+  });
+
+  it('refuses an address that names more than one mailbox, a name that breaks a line, and an unknown type (INTERFACE §11)', async () => {
+    const before = await dump();
+    const bad = (field: Record<string, unknown>) => ({
+      name: 'Desk',
+      email: 'desk@example.com',
+      locations: ['101210101'],
+      ...field,
+    });
+    const result = await seed({
+      subscribers: [
+        bad({ email: 'victim@example.com,attacker@evil.example' }),
+        bad({ email: 'victim@example.com;attacker@evil.example' }),
+        bad({ email: 'victim@example.com>,<attacker@evil.example' }),
+        bad({ email: '"victim"@example.com' }),
+        bad({ name: 'Desk\r\nBcc: attacker@evil.example', email: 'a@example.com' }),
+        bad({ email: 'b@example.com', types: ['Typhoon', 'typhoon', '台风风'] }),
+      ],
+    });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.problems.map((p) => `${p.index} ${p.field}`)).toEqual([
+      '0 email',
+      '1 email',
+      '2 email',
+      '3 email',
+      '4 name',
+      '5 types[2]',
+    ]);
+    expect(await dump()).toEqual(before);
+  });
+
+  it('takes an address in any letter case for the same mailbox, and keeps an unsubscribe', async () => {
+    expectOk(
+      await seed({ subscribers: [{ email: 'victim@example.com', locations: ['101210101'] }] }),
+    );
+    await database.db.execute(
+      sql`UPDATE subscribers SET unsubscribed_at = now() WHERE email = 'victim@example.com'`,
+    );
+    const again = expectOk(
+      await seed({ subscribers: [{ email: 'Victim@Example.COM', locations: ['101210101'] }] }),
+    );
+    expect(again.created).toBe(0);
+    expect(again.unsubscribed.map((u) => u.email)).toEqual(['victim@example.com']);
+    const rows = await queryRows<{ email: string; unsubscribed: boolean }>(
+      database.db,
+      sql`SELECT email, unsubscribed_at IS NOT NULL AS unsubscribed FROM subscribers
+          WHERE lower(email) = 'victim@example.com'`,
+    );
+    expect(rows).toEqual([{ email: 'victim@example.com', unsubscribed: true }]);
+    // The database itself refuses a second row for the mailbox.
+    await expect(
+      database.db.execute(sql`INSERT INTO subscribers (email) VALUES ('VICTIM@example.com')`),
+    ).rejects.toThrow();
   });
 
   it('leaves subscribers that are not in the file untouched', async () => {

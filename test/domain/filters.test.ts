@@ -56,7 +56,8 @@ describe('filterAccepts', () => {
     expect(filterAccepts(rainByCode, { type: 'new', warning: rain })).toBe(true);
     expect(filterAccepts(rainByCode, { type: 'new', warning: oldRain })).toBe(true);
     expect(filterAccepts(rainByOldCode, { type: 'new', warning: rain })).toBe(true);
-    expect(filterAccepts(rainByName, { type: 'new', warning: oldRain })).toBe(false);
+    // A known name stands for its code, so it matches a record that carries only the code.
+    expect(filterAccepts(rainByName, { type: 'new', warning: oldRain })).toBe(true);
   });
 
   it('matches codes nobody has listed before, and English names without case', () => {
@@ -109,14 +110,36 @@ describe('parseFilterInput', () => {
     }
   });
 
-  it('trims and deduplicates types and puts events in their usual order', () => {
+  it('keeps types as codes, one each, and puts events in their usual order', () => {
     const parsed = parseFilterInput({
-      types: [' 暴雨', '暴雨', '11B03'],
+      types: [' 暴雨', '暴雨', '11B03', 'Typhoon', 'typhoon', ' tyPhoon ', '台风'],
       events: ['expired', 'new', 'new'],
     });
     expect(parsed).toEqual({
       ok: true,
-      filter: { minLevel: null, types: ['暴雨', '11B03'], events: ['new', 'expired'] },
+      filter: { minLevel: null, types: ['1003', '1001'], events: ['new', 'expired'] },
+    });
+  });
+
+  it('refuses a type that is neither a code nor a known name, naming it and the list (INTERFACE §11)', () => {
+    for (const bad of ['台风风', 'Typhooon', 'rain storm!', 'A1']) {
+      const parsed = parseFilterInput({ types: ['暴雨', bad] });
+      expect(parsed.ok).toBe(false);
+      if (parsed.ok) continue;
+      expect(parsed.problems).toEqual([
+        {
+          field: 'types[1]',
+          message: expect.stringContaining(
+            `${JSON.stringify(bad)} is not a QWeather warning type`,
+          ) as unknown,
+        },
+      ]);
+      expect(parsed.problems[0]!.message).toContain('docs/warning-types.md');
+    }
+    // A four-digit code the table does not know yet is QWeather's to add: accepted as given.
+    expect(parseFilterInput({ types: ['1099'] })).toMatchObject({
+      ok: true,
+      filter: { types: ['1099'] },
     });
   });
 

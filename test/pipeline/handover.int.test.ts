@@ -67,8 +67,40 @@ describe('the auto source across the retirement of v7', () => {
     expect(bodies().map((b) => b.type)).toEqual(['warning.new', 'warning.new']);
   });
 
-  it('switches to v1 in the cycle that finds v7 retired, announcing nothing', async () => {
+  it('never switches on an HTML 404, a 5xx or a JSON 404 that a good answer follows', async () => {
+    for (const fault of [
+      { kind: 'http', status: 404, body: '<html>Not Found</html>' },
+      { kind: 'http', status: 502, body: '<html>Bad Gateway</html>' },
+    ] as const) {
+      h.sim.addFault({ ...fault, operation: 'warningList' });
+      for (let i = 0; i < 3; i += 1) {
+        const run = await h.pollOnce();
+        expect(run.code).toBe(1);
+        expect(run.summary).toMatchObject({ source: 'v7', upstreamErrors: 1 });
+      }
+      h.sim.clearFaults();
+    }
+    // Two cycles of JSON 404s, then a good answer: the streak is broken.
+    h.sim.addFault({ kind: 'problem', status: 404, operation: 'warningList', times: 2 });
+    for (let i = 0; i < 2; i += 1) expect((await h.pollOnce()).code).toBe(1);
+    expect((await h.pollOnce()).code).toBe(0);
+    h.sim.addFault({ kind: 'problem', status: 404, operation: 'warningList', times: 1 });
+    expect((await h.pollOnce()).code).toBe(1);
+    expect(await queryRows(h.database.db, sql`SELECT source FROM upstream_source`)).toEqual([]);
+    // A good answer again: the streak starts over.
+    expect((await h.pollOnce()).code).toBe(0);
+    expect(await queryRows(h.database.db, sql`SELECT cycles FROM v7_retirement`)).toEqual([]);
+    expect(bodies()).toHaveLength(2);
+  });
+
+  it('switches to v1 in the third cycle in a row that finds v7 retired, announcing nothing', async () => {
+    h.sim.clearFaults();
     h.sim.retireV7();
+    for (let i = 0; i < 2; i += 1) {
+      const early = await h.pollOnce();
+      expect(early.code).toBe(1);
+      expect(early.summary).toMatchObject({ source: 'v7', events: { expired: 0 } });
+    }
     h.sim.resetRequests();
     const run = await h.pollOnce();
     expect(run.code).toBe(0);

@@ -8,12 +8,18 @@ import {
 
 describe('isRetiredEndpoint', () => {
   const on = { operation: 'warningList' as const };
-  it('reads 403 Deprecated and a real HTTP 404 as a retired endpoint', () => {
+  it('reads 403 Deprecated and a JSON 404 problem as a retired endpoint', () => {
     expect(isRetiredEndpoint(new DeprecatedEndpointError('gone', { ...on, httpStatus: 403 }))).toBe(
       true,
     );
+    expect(
+      isRetiredEndpoint(new BadRequestError('no path', { ...on, httpStatus: 404 }, [], true)),
+    ).toBe(true);
+  });
+
+  it('never reads an HTML 404 (a proxy, a wrong base URL) as retirement', () => {
     expect(isRetiredEndpoint(new BadRequestError('no path', { ...on, httpStatus: 404 }))).toBe(
-      true,
+      false,
     );
   });
 
