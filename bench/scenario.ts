@@ -57,11 +57,14 @@ export interface ScenarioResult {
   listed: number;
   checked: number;
   upstreamCalls: {
+    /** The list and the checks, without the English ones. */
     total: number;
     warningList: number;
     warningNow: number;
     /** v1: one call per watched point. */
     weatherAlert: number;
+    /** Checks asked again with `lang=en` for English subscribers: counted apart. */
+    english: number;
     errors: number;
   };
   events: Record<EventType, number>;
@@ -230,6 +233,7 @@ interface CycleRow {
   events_cancel: number;
   events_expired: number;
   events_resumed: number;
+  english_calls: number;
   finished_at: Date | null;
 }
 
@@ -321,7 +325,7 @@ export async function runScenario(
   const [cycle] = await queryRows<CycleRow>(
     ctx.db,
     sql`SELECT status, listed, planned, checked, upstream_errors, events_new, events_update,
-          events_cancel, events_expired, events_resumed, finished_at
+          events_cancel, events_expired, events_resumed, english_calls, finished_at
         FROM poll_cycles WHERE id = ${cycleId}`,
   );
   if (!cycle) throw new Error(`bench: cycle ${cycleId} vanished`);
@@ -388,7 +392,8 @@ export async function runScenario(
     state,
     events,
     planned: cycle.planned,
-    upstreamCalls: requests.total,
+    upstreamCalls: requests.total - cycle.english_calls,
+    englishCalls: cycle.english_calls,
     tables,
   });
 
@@ -400,10 +405,12 @@ export async function runScenario(
     listed: cycle.listed,
     checked: cycle.checked,
     upstreamCalls: {
-      total: requests.total,
+      total: requests.total - cycle.english_calls,
       warningList: requests.byOperation.warningList,
-      warningNow: requests.byOperation.warningNow,
-      weatherAlert: requests.byOperation.weatherAlert,
+      warningNow: requests.byOperation.warningNow - (env.source === 'v1' ? 0 : cycle.english_calls),
+      weatherAlert:
+        requests.byOperation.weatherAlert - (env.source === 'v1' ? cycle.english_calls : 0),
+      english: cycle.english_calls,
       errors: cycle.upstream_errors,
     },
     events,
@@ -494,6 +501,7 @@ async function checkCorrectness(
     events: Record<EventType, number>;
     planned: number;
     upstreamCalls: number;
+    englishCalls: number;
     tables: TableStats;
   },
 ): Promise<{ ok: boolean; problems: string[]; expectedDeliveries: number }> {
@@ -512,6 +520,14 @@ async function checkCorrectness(
   if (c.planned !== checks) problems.push(`planned ${c.planned} checks, expected ${checks}`);
   if (c.upstreamCalls !== calls) {
     problems.push(`${c.upstreamCalls} upstream calls, expected ${calls}`);
+  }
+  // Checked keys an English subscriber watches are asked again in English, and only those.
+  const checkedKeys = env.source === 'v1' ? [...env.watchers.keys()] : listed;
+  const english = checkedKeys.filter((key) =>
+    (env.watchers.get(key) ?? []).some((s) => env.data.subscribers[s]!.lang === 'en'),
+  ).length;
+  if (c.englishCalls !== english) {
+    problems.push(`${c.englishCalls} calls in English, expected ${english}`);
   }
 
   const indexOf = new Map(env.subscriberIds.map((id, i) => [id, i]));

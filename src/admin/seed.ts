@@ -205,12 +205,13 @@ export async function applySeed(
     return { ok: true, ...plan.counts, generatedSecrets: [], ...plan.report };
   }
 
+  const namesEn = await englishPlaceNames(deps, planned);
   const result = await deps.db.transaction(async (tx) => {
     // Two seeds at once would race between reading a subscriber and writing it.
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${SEED_LOCK_KEY})`);
     const plan = await planChanges(tx, planned, resubscribe);
     if (plan.unknownResubscribe.length > 0) return plan;
-    await upsertPlaces(tx, planned);
+    await upsertPlaces(tx, planned, namesEn);
     await writePlan(tx, plan);
     return plan;
   });
@@ -570,9 +571,49 @@ function sameList(a: readonly string[] | null, b: readonly string[] | null): boo
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-async function upsertPlaces(db: Db, planned: readonly PlannedSubscriber[]): Promise<void> {
-  const byId = new Map<string, ResolvedPlace>();
-  for (const p of planned) for (const place of p.places) byId.set(place.id, place);
+/** Lookups in flight at once for English names, as for resolving places. */
+const ENGLISH_LOOKUPS = 4;
+
+/**
+ * The upstream's English names (`lang=en`) of the places English subscribers watch, so their
+ * messages name the place in English (INTERFACE §11). A lookup that fails leaves the Chinese
+ * name: a missing translation never refuses a seed.
+ */
+async function englishPlaceNames(
+  deps: SeedDeps,
+  planned: readonly PlannedSubscriber[],
+): Promise<Map<string, string>> {
+  const ids = [
+    ...new Set(
+      planned.filter((p) => p.source.lang === 'en').flatMap((p) => p.places.map((pl) => pl.id)),
+    ),
+  ];
+  const names = new Map<string, string>();
+  for (let i = 0; i < ids.length; i += ENGLISH_LOOKUPS) {
+    await Promise.all(
+      ids.slice(i, i + ENGLISH_LOOKUPS).map(async (id) => {
+        try {
+          const [place] = await deps.lookup.lookupCity({ location: id, lang: 'en', number: 1 });
+          if (place?.id === id && place.name.trim() !== '') names.set(id, place.name.trim());
+        } catch (err) {
+          deps.logger.info({ err, placeId: id }, 'english place name not looked up');
+        }
+      }),
+    );
+  }
+  return names;
+}
+
+async function upsertPlaces(
+  db: Db,
+  planned: readonly PlannedSubscriber[],
+  namesEn: ReadonlyMap<string, string>,
+): Promise<void> {
+  const byId = new Map<string, ResolvedPlace & { nameEn: string | null }>();
+  for (const p of planned) {
+    for (const place of p.places)
+      byId.set(place.id, { ...place, nameEn: namesEn.get(place.id) ?? null });
+  }
   if (byId.size === 0) return;
   await db
     .insert(places)
@@ -581,6 +622,8 @@ async function upsertPlaces(db: Db, planned: readonly PlannedSubscriber[]): Prom
       target: places.id,
       set: {
         name: sql`excluded.name`,
+        // A seed without English subscribers there keeps the name looked up before.
+        nameEn: sql`coalesce(excluded.name_en, ${places.nameEn})`,
         lat: sql`excluded.lat`,
         lon: sql`excluded.lon`,
         tz: sql`excluded.tz`,
@@ -589,7 +632,7 @@ async function upsertPlaces(db: Db, planned: readonly PlannedSubscriber[]): Prom
         country: sql`excluded.country`,
       },
       // Rewriting an identical row would still create a new row version for nothing.
-      setWhere: sql`(${places.name}, ${places.lat}, ${places.lon}, ${places.tz}, ${places.adm1}, ${places.adm2}, ${places.country}) IS DISTINCT FROM (excluded.name, excluded.lat, excluded.lon, excluded.tz, excluded.adm1, excluded.adm2, excluded.country)`,
+      setWhere: sql`(${places.name}, coalesce(excluded.name_en, ${places.nameEn}), ${places.lat}, ${places.lon}, ${places.tz}, ${places.adm1}, ${places.adm2}, ${places.country}) IS DISTINCT FROM (excluded.name, ${places.nameEn}, excluded.lat, excluded.lon, excluded.tz, excluded.adm1, excluded.adm2, excluded.country)`,
     });
 }
 

@@ -25,15 +25,20 @@ export async function run(argv: string[]): Promise<number> {
   if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, { poolSize: 1, applicationName: 'qwn plan' });
   try {
-    const [places] = await queryRows<{ n: number }>(
+    const [places] = await queryRows<{ n: number; english: number }>(
       database.db,
-      sql`SELECT count(DISTINCT s.place_id)::int AS n FROM subscriptions s
+      sql`SELECT count(DISTINCT s.place_id)::int AS n,
+            count(DISTINCT s.place_id) FILTER (
+              WHERE u.lang = 'en' AND u.unsubscribed_at IS NULL)::int AS english
+          FROM subscriptions s
           JOIN subscribers u ON u.id = s.subscriber_id WHERE u.active`,
     );
-    const { points } = await watchedPoints(database.db, config.qweather.v1Points);
+    const { points, english } = await watchedPoints(database.db, config.qweather.v1Points);
     const plan = callPlan({
       watchedPlaces: places?.n ?? 0,
       v1Points: points.length,
+      englishPlaces: places?.english ?? 0,
+      englishPoints: english.size,
       pollIntervalSeconds: config.pollIntervalSeconds,
       monthlyCalls: config.qweather.monthlyCalls,
     });
@@ -53,6 +58,7 @@ export async function run(argv: string[]): Promise<number> {
       [
         `source in use: ${source} (QWEATHER_ALERT_SOURCE=${config.qweather.alertSource})`,
         `watched places: ${plan.watchedPlaces}; v1 points: ${plan.v1Points} (V1_POINTS=${config.qweather.v1Points})`,
+        `asked again in English (lang=en) for English subscribers: ${plan.englishPlaces} places, ${plan.englishPoints} v1 points (counted in the storm and v1 rows)`,
         `poll interval: ${plan.pollIntervalSeconds} s; v1 interval in use: ${plan.v1IntervalSeconds} s` +
           (plan.monthlyCalls === null
             ? ''

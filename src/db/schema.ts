@@ -36,6 +36,8 @@ export const places = pgTable(
   {
     id: text('id').primaryKey(),
     name: text('name').notNull(),
+    /** The upstream's English name (`lang=en`), looked up for places English subscribers watch. */
+    nameEn: text('name_en'),
     lat: doublePrecision('lat'),
     lon: doublePrecision('lon'),
     tz: text('tz').notNull().default('Asia/Shanghai'),
@@ -345,6 +347,8 @@ export const pollCycles = pgTable(
     planned: integer('planned').notNull().default(0),
     checked: integer('checked').notNull().default(0),
     upstreamCalls: integer('upstream_calls').notNull().default(0),
+    /** Calls with `lang=en` for English subscribers: extra to the checks (INTERFACE §11). */
+    englishCalls: integer('english_calls').notNull().default(0),
     upstreamErrors: integer('upstream_errors').notNull().default(0),
     eventsNew: integer('events_new').notNull().default(0),
     eventsUpdate: integer('events_update').notNull().default(0),

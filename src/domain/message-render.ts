@@ -216,7 +216,7 @@ function section(chain: WarningChain, lang: Lang): Section {
     intro,
     fields: c.fields,
     history,
-    text: c.text,
+    text: c.textNote ? `${c.textNote}\n${c.text}` : c.text,
     instruction: c.instruction,
   };
 }

@@ -72,38 +72,50 @@ export function v1IntervalSeconds(input: {
 export interface CallPlan {
   watchedPlaces: number;
   v1Points: number;
+  /** Watched places and v1 points with English subscribers: asked again with `lang=en`. */
+  englishPlaces: number;
+  englishPoints: number;
   pollIntervalSeconds: number;
   /** The v1 cycle in use: POLL_INTERVAL_SECONDS, or longer to fit the budget. */
   v1IntervalSeconds: number;
   monthlyCalls: number | null;
   /** No watched place listed: one list call per cycle. */
   v7Quiet: CallVolume;
-  /** Every watched place listed: the list call plus one check per watched place. */
+  /**
+   * Every watched place listed: the list call plus one check per watched place, and one more in
+   * English per place English subscribers watch.
+   */
   v7Storm: CallVolume;
-  /** One call per point every v1 cycle, storm or not (v1 has no list). */
+  /** One call per point every v1 cycle, storm or not (v1 has no list), and the English ones. */
   v1: CallVolume;
 }
 
 export function callPlan(input: {
   watchedPlaces: number;
   v1Points: number;
+  englishPlaces?: number;
+  englishPoints?: number;
   pollIntervalSeconds: number;
   monthlyCalls: number | undefined;
 }): CallPlan {
   const interval = input.pollIntervalSeconds;
+  const englishPlaces = input.englishPlaces ?? 0;
+  const englishPoints = input.englishPoints ?? 0;
   const v1Interval = v1IntervalSeconds({
-    points: input.v1Points,
+    points: input.v1Points + englishPoints,
     pollIntervalSeconds: interval,
     monthlyCalls: input.monthlyCalls,
   });
   return {
     watchedPlaces: input.watchedPlaces,
     v1Points: input.v1Points,
+    englishPlaces,
+    englishPoints,
     pollIntervalSeconds: interval,
     v1IntervalSeconds: v1Interval,
     monthlyCalls: input.monthlyCalls ?? null,
     v7Quiet: callVolume(1, interval),
-    v7Storm: callVolume(1 + input.watchedPlaces, interval),
-    v1: callVolume(input.v1Points, v1Interval),
+    v7Storm: callVolume(1 + input.watchedPlaces + englishPlaces, interval),
+    v1: callVolume(input.v1Points + englishPoints, v1Interval),
   };
 }

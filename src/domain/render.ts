@@ -27,6 +27,11 @@ export interface Notification {
   readonly lang: 'zh' | 'en';
   /** A late joiner's `new`: the warning was in force when they subscribed (INTERFACE §11). */
   readonly inForceWhenSubscribed?: boolean;
+  /**
+   * An English subscriber's warning whose text the upstream gave only in Chinese: shown as the
+   * original, marked so (src/domain/english.ts).
+   */
+  readonly textInChinese?: boolean;
 }
 
 /** A cancel or an end: told with when qwn saw it (`endedAt`), not only the planned end. */
@@ -50,6 +55,8 @@ export interface WebhookWarning {
   text: string;
   /** The earlier warning this one updates or cancels (v7 `related`); the full list is `supersedes`. */
   related: string | null;
+  /** `zh` when an English subscriber's `text` is the original Chinese (no English published). */
+  textLanguage?: 'zh';
 }
 
 /** The fields a v1 alert adds to `data.warning` (docs/v1.md); v7 bodies stay as INTERFACE §4. */
@@ -116,6 +123,7 @@ export function webhookPayload(n: Notification): WebhookBody {
         typeName: w.typeName,
         text: w.text,
         related: w.related[0] ?? null,
+        ...(n.textInChinese ? { textLanguage: 'zh' as const } : {}),
         ...(w.source === 'v1'
           ? {
               source: 'v1' as const,
@@ -169,6 +177,8 @@ export interface Labels {
   plannedEnd: string;
   endedAt: Record<'cancel' | 'expired', string>;
   inForceWhenSubscribed: string;
+  /** Before a text the upstream gave only in Chinese (English subscribers). */
+  textInChinese: string;
   notGiven: string;
   instruction: string;
   supersedes: string;
@@ -204,6 +214,7 @@ export const LABELS: Record<Lang, Labels> = {
     plannedEnd: '原定结束时间',
     endedAt: { cancel: '解除时间', expired: '结束时间' },
     inForceWhenSubscribed: '您订阅时此预警已在生效中。',
+    textInChinese: '',
     notGiven: '未提供',
     instruction: '防御指南',
     supersedes: '取代的预警',
@@ -237,6 +248,7 @@ export const LABELS: Record<Lang, Labels> = {
     plannedEnd: 'Planned end',
     endedAt: { cancel: 'Cancelled at', expired: 'Ended at' },
     inForceWhenSubscribed: 'This warning was already in force when you subscribed.',
+    textInChinese: 'Original text, in Chinese (the issuer published no English):',
     notGiven: 'not given',
     instruction: 'Instruction',
     supersedes: 'Replaces',
@@ -356,6 +368,8 @@ export interface EmailContent {
   headline: string;
   intro: string | null;
   fields: Field[];
+  /** Says what language `text` is in when that is not the subscriber's. */
+  textNote: string | null;
   text: string;
   instruction: string | null;
   footer: string[];
@@ -394,6 +408,7 @@ export function emailContent(n: Notification): EmailContent {
     headline: `${l.headline[n.eventType]}${l.colon}${w.title}`,
     intro: n.inForceWhenSubscribed ? l.inForceWhenSubscribed : l.intro[n.eventType],
     fields,
+    textNote: n.textInChinese ? l.textInChinese : null,
     text: w.text,
     instruction: w.instruction?.trim() ? w.instruction : null,
     footer: [
@@ -417,7 +432,9 @@ function renderText(c: EmailContent, lang: Lang): string {
   const l = LABELS[lang];
   const lines = [c.headline];
   if (c.intro) lines.push(c.intro);
-  lines.push('', ...c.fields.map((f) => `${f.label}${l.colon}${f.value}`), '', c.text);
+  lines.push('', ...c.fields.map((f) => `${f.label}${l.colon}${f.value}`), '');
+  if (c.textNote) lines.push(c.textNote);
+  lines.push(c.text);
   if (c.instruction) lines.push('', `${l.instruction}${l.colon}`, c.instruction);
   lines.push('', '--', ...c.footer);
   return lines.join('\n') + '\n';
@@ -442,10 +459,9 @@ function renderHtml(c: EmailContent, lang: Lang): string {
     `<h2>${e(c.headline)}</h2>`,
   ];
   if (c.intro) parts.push(`<p><strong>${e(c.intro)}</strong></p>`);
-  parts.push(
-    `<table role="presentation">\n${rows}\n</table>`,
-    `<p style="white-space:pre-wrap">${e(c.text)}</p>`,
-  );
+  parts.push(`<table role="presentation">\n${rows}\n</table>`);
+  if (c.textNote) parts.push(`<p><em>${e(c.textNote)}</em></p>`);
+  parts.push(`<p style="white-space:pre-wrap">${e(c.text)}</p>`);
   if (c.instruction) {
     parts.push(
       `<h3>${e(l.instruction)}</h3>`,

@@ -260,6 +260,7 @@ const WORDS = {
     planned: '原定起止',
     endedAt: { cancel: '解除时间', expired: '结束时间' },
     inForceWhenSubscribed: '您订阅时此预警已在生效中。',
+    textInChinese: '',
     to: '至',
     notGiven: '未提供',
     changed: '变化',
@@ -287,6 +288,7 @@ const WORDS = {
     planned: 'Planned',
     endedAt: { cancel: 'Cancelled at', expired: 'Ended at' },
     inForceWhenSubscribed: 'This warning was already in force when you subscribed.',
+    textInChinese: 'Original text, in Chinese (the issuer published no English):',
     to: 'to',
     notGiven: 'not given',
     changed: 'Changes',
@@ -436,7 +438,7 @@ function chainFacts(chain: RobotChain, lang: Lang): ChainFacts {
     title: titleOf(latest),
     lines,
     changed,
-    text: `${w.text.trim()}${instruction}`,
+    text: `${latest.textInChinese ? `${w0.textInChinese}\n` : ''}${w.text.trim()}${instruction}`,
   };
 }
 

@@ -47,6 +47,15 @@ export type WarningStatus = 'active' | 'update' | 'cancel';
 
 export type WarningSource = 'v7' | 'v1';
 
+/** What the upstream said of a warning in English (`lang=en`), for English subscribers. */
+export interface WarningEnglish {
+  readonly title: string;
+  readonly text: string;
+  readonly sender: string | null;
+  readonly typeName: string | null;
+  readonly instruction: string | null;
+}
+
 export interface Warning {
   /** Upstream id; v7 ids begin with the 9-digit Location ID, v1 ids cover a whole area. */
   readonly id: string;
@@ -81,6 +90,11 @@ export interface Warning {
    * alert's own id, while `id` stays the v7 id subscribers know.
    */
   readonly v1Id?: string;
+  /**
+   * The upstream's English texts of this warning, asked for where English subscribers watch
+   * (src/domain/english.ts); absent when none were asked for or given.
+   */
+  readonly english?: WarningEnglish;
 }
 
 /** QWeather's own assumption for a warning with no end time: valid 24 hours from its start. */

@@ -8,7 +8,10 @@ import {
   type FetchOutcome,
   type TrackedState,
 } from '../domain/detect.js';
+import { withEnglish } from '../domain/english.js';
 import { filterAccepts } from '../domain/filters.js';
+import type { Warning } from '../domain/warning.js';
+import type { Logger } from '../logger.js';
 import { expiryOwedToSubscriber } from '../domain/points.js';
 import { tellTheStoryTold } from './story.js';
 import {
@@ -55,10 +58,14 @@ export const CHECK_JOB = 'check';
  */
 export const cycleStartedAtField = z.iso.datetime({ offset: true }).optional();
 
+/** English subscribers watch the place or point: its warnings are asked for in English too. */
+export const englishField = z.boolean().optional();
+
 export const checkPayload = z.object({
   cycleId: z.string().uuid(),
   placeId: z.string().regex(/^[A-Za-z0-9]{1,32}$/),
   cycleStartedAt: cycleStartedAtField,
+  english: englishField,
 });
 export type CheckPayload = z.infer<typeof checkPayload>;
 
@@ -242,11 +249,22 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
   const cycleStartedAt = payload.cycleStartedAt ? new Date(payload.cycleStartedAt) : fetchStartedAt;
 
   let fetch: FetchOutcome;
+  let englishCalls = 0;
   try {
     const answer = await ctx.upstream.warningNow({ location: placeId });
     fetch = { ok: true, warnings: answer.warnings, skipped: answer.skipped.length };
     logSkippedRecords(log, answer.skipped);
     ctx.onUpstreamResult?.('warningNow', null);
+    if (payload.english) {
+      englishCalls = 1;
+      fetch = await inEnglishToo(
+        ctx,
+        log,
+        fetch,
+        'warningNow',
+        async () => (await ctx.upstream.warningNow({ location: placeId, lang: 'en' })).warnings,
+      );
+    }
   } catch (err) {
     // A failed call is never read as "the warning ended" (DESIGN invariant 3): detection does
     // not run, and the stored state stays as it was.
@@ -333,6 +351,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
       events: outcome.events,
       deliveries: outcome.deliveries,
       skippedRecords: outcome.skippedRecords,
+      englishCalls,
       now,
     });
   }
@@ -344,6 +363,29 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
     );
   }
   return outcome;
+}
+
+/**
+ * A successful answer with the English texts of its warnings (src/domain/english.ts). A failed
+ * English call costs only the English: the answer stands, and its subscribers read type and
+ * level in English with the original text.
+ */
+export async function inEnglishToo(
+  ctx: PipelineContext,
+  log: Logger,
+  fetch: Extract<FetchOutcome, { ok: true }>,
+  operation: string,
+  english: () => Promise<readonly Warning[]>,
+): Promise<FetchOutcome> {
+  try {
+    const warnings = withEnglish(fetch.warnings, await english());
+    ctx.onUpstreamResult?.(operation, null);
+    return { ...fetch, warnings };
+  } catch (err) {
+    ctx.onUpstreamResult?.(operation, err);
+    log.info({ err }, 'english texts not fetched');
+    return fetch;
+  }
 }
 
 /** Records of a successful answer that could not be read; 0 for a failed call. */

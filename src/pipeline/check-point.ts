@@ -27,7 +27,7 @@ import {
   logSkippedRecords,
   type CheckOutcome,
 } from './check-outcome.js';
-import { cycleStartedAtField, skippedOf } from './check-location.js';
+import { cycleStartedAtField, englishField, inEnglishToo, skippedOf } from './check-location.js';
 import type { PipelineContext } from './context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import {
@@ -81,6 +81,7 @@ export const checkPointPayload = z.object({
   cycleId: z.string().uuid(),
   pointId: z.string().regex(POINT_KEY_PATTERN),
   cycleStartedAt: cycleStartedAtField,
+  english: englishField,
 });
 export type CheckPointPayload = z.infer<typeof checkPointPayload>;
 
@@ -367,6 +368,7 @@ export async function runCheckPoint(
   const cycleStartedAt = payload.cycleStartedAt ? new Date(payload.cycleStartedAt) : fetchStartedAt;
 
   let fetch: FetchOutcome;
+  let englishCalls = 0;
   let answer: PointAnswer = { tag: null, attributions: [] };
   try {
     const result = await ctx.upstream.weatherAlert({
@@ -377,6 +379,24 @@ export async function runCheckPoint(
     });
     fetch = { ok: true, warnings: result.alerts, skipped: result.skipped.length };
     logSkippedRecords(log, result.skipped);
+    if (payload.english) {
+      englishCalls = 1;
+      fetch = await inEnglishToo(
+        ctx,
+        log,
+        fetch,
+        OPERATION,
+        async () =>
+          (
+            await ctx.upstream.weatherAlert({
+              lat: point.lat,
+              lon: point.lon,
+              localTime: true,
+              lang: 'en',
+            })
+          ).alerts,
+      );
+    }
     answer = { tag: result.tag, attributions: result.attributions };
     ctx.onUpstreamResult?.(OPERATION, null);
   } catch (err) {
@@ -499,6 +519,7 @@ export async function runCheckPoint(
       events: outcome.events,
       deliveries: outcome.deliveries,
       skippedRecords: outcome.skippedRecords,
+      englishCalls,
       now,
     });
   }

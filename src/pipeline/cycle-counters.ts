@@ -14,6 +14,7 @@ export interface CheckTally {
   events: Record<EventType, number>;
   deliveries: number;
   skippedRecords: number;
+  englishCalls: number;
   /** When the last of these checks ended: the cycle's finish time if they complete it. */
   now: Date;
 }
@@ -25,6 +26,7 @@ export interface CheckCount {
   events: Record<EventType, number>;
   deliveries: number;
   skippedRecords: number;
+  englishCalls: number;
   now: Date;
 }
 
@@ -45,6 +47,7 @@ async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promis
       events_expired = events_expired + ${t.events.expired},
       events_resumed = events_resumed + ${t.events.resumed},
       skipped_records = skipped_records + ${t.skippedRecords},
+      english_calls = english_calls + ${t.englishCalls},
       deliveries_created = deliveries_created + ${t.deliveries},
       status = CASE WHEN checked + ${t.checks} >= planned AND status = 'running' THEN 'done'
                     ELSE status END,
@@ -71,6 +74,7 @@ function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
         events: NO_EVENTS(),
         deliveries: 0,
         skippedRecords: 0,
+        englishCalls: 0,
         now: c.now,
       };
       byCycle.set(c.cycleId, t);
@@ -80,6 +84,7 @@ function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
     for (const type of Object.keys(t.events) as EventType[]) t.events[type] += c.events[type];
     t.deliveries += c.deliveries;
     t.skippedRecords += c.skippedRecords;
+    t.englishCalls += c.englishCalls;
     if (c.now > t.now) t.now = c.now;
   }
   return byCycle;

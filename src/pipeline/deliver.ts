@@ -8,6 +8,7 @@ import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
 import { WebhookError } from '../channels/webhook.js';
 import { queryPrepared, queryRows } from '../db/client.js';
 import type { Message } from '../domain/message-render.js';
+import { inEnglish } from '../domain/english.js';
 import type { Notification } from '../domain/render.js';
 import { splitRobotMessage, type RobotVendor } from '../domain/robot-render.js';
 import { JOIN_MARGIN_MS } from '../domain/schedule.js';
@@ -78,16 +79,22 @@ const ATTRIBUTION = {
 const MAX_ERROR_LENGTH = 1000;
 
 export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): Notification {
+  const record = { ...row.record, raw: null };
+  // An English subscriber reads the upstream's English, else English names and the original
+  // text marked as Chinese (INTERFACE §11).
+  const shown = lang === 'en' ? inEnglish(record) : { warning: record, textInChinese: false };
+  const placeName = (lang === 'en' ? row.place_name_en : null) ?? row.place_name;
   return {
     deliveryId: row.id,
     eventType: row.event_type,
     occurredAt: new Date(row.detected_at),
     location: {
       id: row.place_id,
-      name: row.place_name ?? row.place_id,
+      name: placeName ?? row.place_id,
       tz: row.place_tz ?? 'Asia/Shanghai',
     },
-    warning: { ...row.record, raw: null },
+    warning: shown.warning,
+    ...(shown.textInChinese ? { textInChinese: true } : {}),
     // An update told as a subscriber's first news of a warning (src/pipeline/story.ts) replaces
     // nothing they know of.
     supersedes: row.event_type === 'update' || row.event_type === 'cancel' ? row.supersedes : [],

@@ -15,6 +15,8 @@ export async function watchedPoints(
   mode: V1PointsMode,
 ): Promise<{
   points: string[];
+  /** The points English subscribers watch: asked in English too (INTERFACE §11). */
+  english: Set<string>;
   /** Active subscriptions that cannot be watched in v1: their place has no coordinates. */
   withoutCoordinates: number;
 }> {
@@ -24,29 +26,42 @@ export async function watchedPoints(
     country: string | null;
     lat: number | null;
     lon: number | null;
+    english: boolean;
   }>(
     db,
-    sql`SELECT s.points, s.place_id, p.country, p.lat, p.lon FROM subscriptions s
+    sql`SELECT s.points, s.place_id, p.country, p.lat, p.lon,
+          (u.lang = 'en' AND u.unsubscribed_at IS NULL) AS english
+        FROM subscriptions s
         JOIN subscribers u ON u.id = s.subscriber_id
         LEFT JOIN places p ON p.id = s.place_id
         WHERE u.active`,
   );
   const points = new Set<string>();
+  const english = new Set<string>();
   let withoutCoordinates = 0;
   for (const row of rows) {
     const keys = subscriptionPointKeys(row, row.points, mode);
     if (keys.length === 0) withoutCoordinates += 1;
-    for (const key of keys) points.add(key);
+    for (const key of keys) {
+      points.add(key);
+      if (row.english) english.add(key);
+    }
   }
-  return { points: [...points].sort(), withoutCoordinates };
+  return { points: [...points].sort(), english, withoutCoordinates };
 }
 
 /**
  * The points a v1 cycle checks: every watched point, each with its `alert_points` row (which
  * holds the point's check state). Subscriptions that cannot be watched are reported once.
  */
-export async function pointsToCheck(ctx: PipelineContext, log: Logger): Promise<string[]> {
-  const { points, withoutCoordinates } = await watchedPoints(ctx.db, ctx.config.qweather.v1Points);
+export async function pointsToCheck(
+  ctx: PipelineContext,
+  log: Logger,
+): Promise<{ points: string[]; english: Set<string> }> {
+  const { points, english, withoutCoordinates } = await watchedPoints(
+    ctx.db,
+    ctx.config.qweather.v1Points,
+  );
   if (withoutCoordinates > 0) {
     log.warn(
       { subscriptions: withoutCoordinates },
@@ -65,5 +80,5 @@ export async function pointsToCheck(ctx: PipelineContext, log: Logger): Promise<
                            ${sql.param(parsed.map((p) => p.lon))}::float8[])
       ON CONFLICT (id) DO NOTHING`);
   }
-  return points;
+  return { points, english };
 }

@@ -128,11 +128,15 @@ export async function runPoll(
     return { ok: false, cycleId, error: message };
   }
 
-  const watchedRows = await queryRows<{ place_id: string }>(
+  const watchedRows = await queryRows<{ place_id: string; english: boolean }>(
     ctx.db,
-    sql`SELECT DISTINCT s.place_id FROM subscriptions s
-        JOIN subscribers u ON u.id = s.subscriber_id WHERE u.active`,
+    sql`SELECT s.place_id, bool_or(u.lang = 'en' AND u.unsubscribed_at IS NULL) AS english
+        FROM subscriptions s
+        JOIN subscribers u ON u.id = s.subscriber_id WHERE u.active
+        GROUP BY s.place_id`,
   );
+  // Asked in English too where English subscribers watch (INTERFACE §11).
+  const english = new Set(watchedRows.filter((r) => r.english).map((r) => r.place_id));
   const openRows = await queryRows<{ place_id: string }>(
     ctx.db,
     sql`SELECT DISTINCT place_id FROM warnings WHERE state = 'open'`,
@@ -160,7 +164,12 @@ export async function runPoll(
     skippedRecords: listSkipped,
     checks: plan.map((placeId) => ({
       key: placeId,
-      data: { cycleId, placeId, cycleStartedAt },
+      data: {
+        cycleId,
+        placeId,
+        cycleStartedAt,
+        ...(english.has(placeId) ? { english: true } : {}),
+      },
     })),
   });
 }
@@ -172,7 +181,7 @@ async function pollPoints(
   cycle: { id: string; startedAt: Date },
   list: { listCalls: number; listErrors: number },
 ): Promise<PollOutcome> {
-  const points = await pointsToCheck(ctx, log);
+  const { points, english } = await pointsToCheck(ctx, log);
   const cycleStartedAt = cycle.startedAt.toISOString();
   // `listed` stays 0: every upstream call of a v1 cycle is a point check.
   return startChecks(ctx, log, cycle.id, {
@@ -181,7 +190,12 @@ async function pollPoints(
     ...list,
     checks: points.map((pointId) => ({
       key: pointId,
-      data: { cycleId: cycle.id, pointId, cycleStartedAt },
+      data: {
+        cycleId: cycle.id,
+        pointId,
+        cycleStartedAt,
+        ...(english.has(pointId) ? { english: true } : {}),
+      },
     })),
   });
 }

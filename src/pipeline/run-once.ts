@@ -29,6 +29,8 @@ export interface CycleSummary {
   upstreamErrors: number;
   /** Records of the cycle's answers that could not be read (INTERFACE §11). */
   skippedRecords: number;
+  /** Calls in English for English subscribers, beside `upstreamCalls` (INTERFACE §11). */
+  englishCalls: number;
   events: { new: number; update: number; cancel: number; expired: number; resumed: number };
   /** The cycle's notifications by the state of their messages; `held` still collecting. */
   deliveries: MessageStates;
@@ -52,6 +54,7 @@ interface CycleRow {
   events_expired: number;
   events_resumed: number;
   skipped_records: number;
+  english_calls: number;
   error: string | null;
   source: 'v7' | 'v1' | null;
 }
@@ -60,7 +63,7 @@ async function readCycle(ctx: PipelineContext, cycleId: string): Promise<CycleRo
   const [row] = await queryRows<CycleRow>(
     ctx.db,
     sql`SELECT status, listed, checked, upstream_calls, upstream_errors, events_new,
-          events_update, events_cancel, events_expired, events_resumed, skipped_records, error,
+          events_update, events_cancel, events_expired, events_resumed, skipped_records, english_calls, error,
           source
         FROM poll_cycles WHERE id = ${cycleId}`,
   );
@@ -157,6 +160,7 @@ export async function runCycleOnce(
       upstreamCalls: cycle.upstream_calls,
       upstreamErrors: cycle.upstream_errors,
       skippedRecords: cycle.skipped_records,
+      englishCalls: cycle.english_calls,
       events: {
         new: cycle.events_new,
         update: cycle.events_update,

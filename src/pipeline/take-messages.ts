@@ -61,6 +61,8 @@ export interface CarriedNotification {
   /** Told to a late joiner as in force when they subscribed (src/pipeline/catch-up.ts). */
   in_force: boolean;
   place_name: string | null;
+  /** The place's English name, for English subscribers; null when not looked up. */
+  place_name_en: string | null;
   place_tz: string | null;
 }
 
@@ -97,6 +99,7 @@ type TakenRow = ClaimedMessage & {
   n_detected_at: Date | null;
   n_in_force: boolean | null;
   n_place_name: string | null;
+  n_place_name_en: string | null;
   n_place_tz: string | null;
 };
 
@@ -129,13 +132,15 @@ function notificationsOf(messageIds: SQL): SQL {
           carried_places AS (
             SELECT p.* FROM (SELECT DISTINCT place_id FROM carried) k
             CROSS JOIN LATERAL (
-              SELECT p.id, p.name, p.tz FROM places p WHERE p.id = k.place_id OFFSET 0) p)
+              SELECT p.id, p.name, p.name_en, p.tz FROM places p WHERE p.id = k.place_id
+              OFFSET 0) p)
           SELECT c.id, c.message_id, c.event_type, c.warning_id, c.place_id,
                  c.event_id::text AS event_id,
                  CASE WHEN c.nth = 1 THEN e.record END AS record,
                  CASE WHEN c.nth = 1 THEN e.supersedes END AS supersedes,
                  CASE WHEN c.nth = 1 THEN e.attributions END AS attributions,
-                 e.detected_at, e.in_force, p.name AS place_name, p.tz AS place_tz
+                 e.detected_at, e.in_force, p.name AS place_name, p.name_en AS place_name_en,
+                 p.tz AS place_tz
           FROM carried c
           JOIN carried_events e ON e.id = c.event_id
           LEFT JOIN carried_places p ON p.id = c.place_id
@@ -205,7 +210,7 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined):
                n.place_id AS n_place_id, n.event_id AS n_event_id, n.record AS n_record,
                n.supersedes AS n_supersedes, n.attributions AS n_attributions,
                n.detected_at AS n_detected_at, n.in_force AS n_in_force,
-               n.place_name AS n_place_name,
+               n.place_name AS n_place_name, n.place_name_en AS n_place_name_en,
                n.place_tz AS n_place_tz
         FROM taken c JOIN subscribers s ON s.id = c.subscriber_id
         LEFT JOIN owned_notifications n ON n.message_id = c.id
@@ -277,6 +282,7 @@ export async function claimMessages(
         detected_at: r.n_detected_at!,
         in_force: r.n_in_force === true,
         place_name: r.n_place_name,
+        place_name_en: r.n_place_name_en,
         place_tz: r.n_place_tz,
       });
     }

@@ -4,7 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Body } from './geo-routes.js';
-import { GeoIndex, haversineKm } from './geo.js';
+import { englishV1, served } from './english.js';
+import { GeoIndex, haversineKm, nameLang } from './geo.js';
 import { ApiError, LANG, type Params } from './http.js';
 import {
   SimulatorInputError,
@@ -132,6 +133,8 @@ export function weatherAlertBody(
   lonText: string,
   q: Params,
   quirks: readonly Quirk[],
+  /** The English name of the place nearest a point, for answers in English. */
+  englishNameAt: (lat: number, lon: number) => string | undefined = () => undefined,
 ): Body {
   const invalid: string[] = [];
   const lat = Number(latText);
@@ -150,8 +153,11 @@ export function weatherAlertBody(
     .update(alerts.map((a) => `${a.id}|${JSON.stringify(a.issuedTime)}`).join('\n'))
     .digest('hex')
     .slice(0, 32);
+  const english = nameLang(lang) === 'en';
+  const placeName = english ? englishNameAt(lat, lon) : undefined;
   const records = alerts.map((alert) => {
-    const out: Record<string, unknown> = { ...applyV1Quirks(alert, quirks) };
+    const localized = english ? englishV1(alert, placeName) : served(alert);
+    const out: Record<string, unknown> = { ...applyV1Quirks(localized, quirks) };
     if (localTime === 'false') {
       for (const field of V1_TIME_FIELDS) {
         const value = out[field];

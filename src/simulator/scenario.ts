@@ -18,6 +18,21 @@ import {
 
 const time = z.string().min(1);
 
+/**
+ * How a record reads with `lang=en` (src/simulator/english.ts): its English fields, or `false`
+ * when the issuer published no English.
+ */
+const englishSchema = z.union([
+  z.literal(false),
+  z.strictObject({
+    title: z.string().optional(),
+    text: z.string().optional(),
+    sender: z.string().optional(),
+    typeName: z.string().optional(),
+    instruction: z.string().optional(),
+  }),
+]);
+
 const compactWarningSchema = z.strictObject({
   id: z.string().min(1).optional(),
   seq: z.number().int().min(0).max(99_999).optional(),
@@ -35,6 +50,7 @@ const compactWarningSchema = z.strictObject({
   text: z.string().optional(),
   sender: z.string().optional(),
   quirks: z.array(z.enum(RECORD_QUIRKS)).optional(),
+  en: englishSchema.optional(),
 });
 
 /** A record with both `id` and `title` is taken as a raw upstream record and served as is. */
@@ -69,6 +85,7 @@ const compactAlertSchema = z.strictObject({
   instruction: z.string().optional(),
   criteria: z.string().optional(),
   quirks: z.array(z.enum(V1_QUIRKS)).optional(),
+  en: englishSchema.optional(),
 });
 
 const rawAlertSchema = z.strictObject({
@@ -160,7 +177,7 @@ function expandWarnings(
           quirks: compact.quirks,
         });
         seqIds.set(`${locationId}#${seq}`, built.id);
-        return built;
+        return compact.en === undefined ? built : { ...built, en: compact.en };
       } catch (err) {
         if (err instanceof SimulatorInputError) {
           throw new SimulatorInputError(`${where}, location ${locationId}: ${err.message}`);
@@ -181,11 +198,13 @@ function expandAlerts(
   return input.map((entry, index) => {
     if ('alert' in entry) return { area: entry.area, alert: entry.alert };
     try {
-      return v1Alert({
-        ...entry,
+      const { en, ...options } = entry;
+      const built = v1Alert({
+        ...options,
         seq: entry.seq ?? index + 1,
         issuedTime: entry.issuedTime ?? ctx.baseTime,
       });
+      return en === undefined ? built : { ...built, alert: { ...built.alert, en } };
     } catch (err) {
       if (err instanceof SimulatorInputError) {
         throw new SimulatorInputError(`${where}, alert ${index}: ${err.message}`);

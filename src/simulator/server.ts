@@ -403,7 +403,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
           const key = `${id}|${nameLang(q.get('lang'))}`;
           let cached = warningNowCache.get(key);
           if (!cached) {
-            cached = { json: JSON.stringify(v7Api.warningNowBody(id)) };
+            cached = { json: JSON.stringify(v7Api.warningNowBody(id, q.get('lang'))) };
             warningNowCache.set(key, cached);
           }
           if (gzip) cached.gz ??= gzipSync(cached.json);
@@ -415,7 +415,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
           res.end(gzip ? cached.gz : cached.json);
           return;
         }
-        respond(v7Api.warningNowBody(id));
+        respond(v7Api.warningNowBody(id, q.get('lang')));
         return;
       }
       let body: Body;
@@ -445,6 +445,7 @@ export async function startSimulator(o: SimulatorOptions = {}): Promise<Simulato
             r.lon!,
             q,
             quirks,
+            (lat, lon) => geo.nearestPlace(lat, lon)?.nameEn,
           );
           break;
       }

@@ -1,6 +1,7 @@
 /** The simulator's v7 warning routes (`/v7/warning/now`, `/v7/warning/list`). */
 import type { Body } from './geo-routes.js';
-import { GeoIndex, parseLonLat, slug } from './geo.js';
+import { englishV7, served } from './english.js';
+import { GeoIndex, nameLang, parseLonLat, slug } from './geo.js';
 import { ApiError, rangeParam, required, type Params } from './http.js';
 import { chinaTime, type V7WarningRecord } from './records.js';
 
@@ -16,7 +17,8 @@ export interface V7State {
 
 export interface WarningRoutes {
   resolveWarningLocation(q: Params): string;
-  warningNowBody(locationId: string): Body;
+  /** `lang` as asked: `en` serves the records in English (src/simulator/english.ts). */
+  warningNowBody(locationId: string, lang?: string | null): Body;
   warningList(q: Params): Body;
 }
 
@@ -34,13 +36,15 @@ export function warningRoutes(geo: GeoIndex, state: V7State): WarningRoutes {
     throw new ApiError(404, 'unknown location');
   }
 
-  function warningNowBody(locationId: string): Body {
+  function warningNowBody(locationId: string, lang?: string | null): Body {
     const place = geo.place(locationId);
+    const records = state.warnings().get(locationId) ?? [];
     return {
       code: '200',
       updateTime: chinaTime(state.updatedAt()),
       fxLink: `https://www.qweather.com/severe-weather/${slug(place?.nameEn ?? 'china')}-${locationId}.html`,
-      warning: state.warnings().get(locationId) ?? [],
+      warning:
+        nameLang(lang) === 'en' ? records.map((r) => englishV7(r, place)) : records.map(served),
       refer: WARNING_REFER,
     };
   }

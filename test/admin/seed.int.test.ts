@@ -299,6 +299,25 @@ describe('applySeed against Postgres and the simulator', () => {
     ).rejects.toThrow();
   });
 
+  it('looks up the English names of the places English subscribers watch, and keeps them', async () => {
+    expectOk(
+      await seed({
+        subscribers: [{ email: 'en-desk@example.com', lang: 'en', locations: ['101280101'] }],
+      }),
+    );
+    const named = () =>
+      queryRows<{ name: string; name_en: string | null }>(
+        database.db,
+        sql`SELECT name, name_en FROM places WHERE id = '101280101'`,
+      );
+    expect(await named()).toEqual([{ name: '广州', name_en: 'Guangzhou' }]);
+    // A Chinese subscriber's seed of the same place keeps the English name.
+    expectOk(
+      await seed({ subscribers: [{ email: 'zh-desk@example.com', locations: ['101280101'] }] }),
+    );
+    expect(await named()).toEqual([{ name: '广州', name_en: 'Guangzhou' }]);
+  });
+
   it('leaves subscribers that are not in the file untouched', async () => {
     expectOk(await seed(EXAMPLE));
     const before = await dump();

@@ -27,6 +27,22 @@ describe('the call plan', () => {
     expect(plan.v1.costYuan).toBe(7041.46);
   });
 
+  it('counts the calls in English for places and points with English subscribers, apart', () => {
+    const plan = callPlan({
+      watchedPlaces: 100,
+      v1Points: 80,
+      englishPlaces: 3,
+      englishPoints: 2,
+      pollIntervalSeconds: 300,
+      monthlyCalls: undefined,
+    });
+    expect(plan).toMatchObject({ englishPlaces: 3, englishPoints: 2 });
+    // A quiet v7 cycle checks no place, in any language.
+    expect(plan.v7Quiet.perCycle).toBe(1);
+    expect(plan.v7Storm.perCycle).toBe(1 + 100 + 3);
+    expect(plan.v1.perCycle).toBe(80 + 2);
+  });
+
   it('lengthens the v1 cycle just enough to fit a budget, never below the poll interval', () => {
     // 100 points every 300 s: 864,000 calls a month.
     expect(

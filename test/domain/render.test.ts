@@ -369,3 +369,15 @@ describe('INTERFACE §11: ends say when, late joiners are told why, a warning ba
     );
   });
 });
+
+describe('INTERFACE §11: English from the upstream, else marked as Chinese', () => {
+  it('marks a text the issuer gave only in Chinese, in the email and the webhook', () => {
+    const n = english({ textInChinese: true });
+    expect(renderEmail(n).text).toContain(
+      'Original text, in Chinese (the issuer published no English):\n',
+    );
+    expect(webhookPayload(n).data.warning.textLanguage).toBe('zh');
+    expect(webhookPayload(english()).data.warning).not.toHaveProperty('textLanguage');
+    expect(renderEmail(english()).text).not.toContain('Original text');
+  });
+});

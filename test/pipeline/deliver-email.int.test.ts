@@ -75,7 +75,9 @@ describe('email deliveries', () => {
       level: '黄色',
       text: '预计未来6小时内将出现强降雨 <大暴雨> & 雷电。',
     });
-    h.sim.setWarnings(HANGZHOU, [warning]);
+    // What the upstream answers with lang=en: the English subscriber reads this text.
+    const englishText = 'Heavy rain <torrential> & lightning are expected within 6 hours.';
+    h.sim.setWarnings(HANGZHOU, [{ ...warning, en: { text: englishText } }]);
 
     await cycle();
     const rows = await rowsAt(HANGZHOU);
@@ -96,11 +98,14 @@ describe('email deliveries', () => {
       expect(header(mail, 'list-unsubscribe')).toBeUndefined();
       const text = mail.parsed.text ?? '';
       const html = mail.parsed.html || '';
-      expect(text).toContain(warning.text);
+      const english = row.email === 'en@example.com';
+      expect(text).toContain(english ? englishText : warning.text);
       expect(text).toContain(row.id);
       // The HTML part escapes the upstream text instead of interpreting it.
-      expect(html).toContain('&lt;大暴雨&gt; &amp; 雷电');
-      expect(html).not.toContain('<大暴雨>');
+      expect(html).toContain(
+        english ? '&lt;torrential&gt; &amp; lightning' : '&lt;大暴雨&gt; &amp; 雷电',
+      );
+      expect(html).not.toContain(english ? '<torrential>' : '<大暴雨>');
     }
 
     const zh = to('zh@example.com');
@@ -110,7 +115,9 @@ describe('email deliveries', () => {
     expect(zh.parsed.html).toContain('<html lang="zh-CN">');
 
     const en = to('en@example.com');
-    expect(en.parsed.subject).toBe(`[Yellow warning] ${String(warning.title)} (杭州)`);
+    expect(en.parsed.subject).toBe(
+      '[Yellow warning] Hangzhou Meteorological Observatory issued Yellow Rainstorm Warning (杭州)',
+    );
     expect(en.parsed.text).toContain('Place: 杭州 (101210101)');
     expect(en.parsed.text).toContain('Weather data: QWeather');
     expect(en.parsed.html).toContain('<html lang="en">');

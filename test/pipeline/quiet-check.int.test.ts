@@ -181,6 +181,7 @@ describe('quiet checks and cycle counters', () => {
           },
           deliveries: i === 3 ? 7 : 0,
           skippedRecords: i === 7 ? 1 : 0,
+          englishCalls: i % 4 === 0 ? 1 : 0,
           now: new Date(at.getTime() + i * 1000),
         }),
       ),
@@ -189,13 +190,16 @@ describe('quiet checks and cycle counters', () => {
     const [row] = await queryRows<Record<string, unknown>>(
       h.database.db,
       sql`SELECT status, checked, upstream_calls, upstream_errors, events_new, events_cancel,
-            deliveries_created, finished_at FROM poll_cycles WHERE id = ${cycleId}`,
+            deliveries_created, finished_at, skipped_records, english_calls
+          FROM poll_cycles WHERE id = ${cycleId}`,
     );
     expect(row).toMatchObject({
       status: 'done',
       checked: 40,
       upstream_calls: 40,
       upstream_errors: 4,
+      skipped_records: 1,
+      english_calls: 10,
       events_new: 2,
       events_cancel: 1,
       deliveries_created: 7,

@@ -249,3 +249,56 @@ describe('auth', () => {
     }
   });
 });
+
+describe('the hostile upstream of INTERFACE §11', () => {
+  it('serves a raw body, HTTP 200 and JSON by default, for one place', async () => {
+    sim.addFault({
+      kind: 'body',
+      body: '{"code":"200"}',
+      operation: 'warningNow',
+      location: '101210101',
+    });
+    const raw = await get(nowUrl('&gzip=n'));
+    expect(raw.status).toBe(200);
+    expect(raw.headers['content-type']).toMatch(/^application\/json/);
+    expect(raw.text).toBe('{"code":"200"}');
+    // Another place is not touched.
+    expect((await get(`${sim.url}/v7/warning/now?location=101010100&gzip=n`)).text).toContain(
+      '"warning":[]',
+    );
+  });
+
+  it('adds raw records beside the real ones, escapes and nesting as written', async () => {
+    const deep = `{"id":"DEEP","x":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+    sim.addFault({
+      kind: 'extraRecords',
+      operation: 'warningNow',
+      records: ['{"id":"NUL","text":"a\\u0000b"}', deep],
+    });
+    const { text } = await get(nowUrl('&gzip=n'));
+    expect(text).toContain('"text":"a\\u0000b"');
+    expect(text).toContain(deep);
+    const body = JSON.parse(text) as { warning: { id: string }[] };
+    expect(body.warning.map((w) => w.id)).toEqual([expect.any(String), 'NUL', 'DEEP']);
+  });
+
+  it('drips the answer a byte at a time', async () => {
+    sim.addFault({ kind: 'drip', intervalMs: 50, operation: 'warningNow', times: 1 });
+    await expect(get(nowUrl(), { timeoutMs: 300 })).rejects.toThrow();
+  });
+
+  it('answers in English with lang=en, and in Chinese where no English was published', async () => {
+    const { body: en } = await getJson<{
+      warning: { title: string; typeName: string; sender: string }[];
+    }>(nowUrl('&lang=en'));
+    expect(en.warning[0]).toMatchObject({
+      title: 'Hangzhou Meteorological Observatory issued Orange Rainstorm Warning',
+      typeName: 'Rainstorm',
+      sender: 'Hangzhou Meteorological Observatory',
+    });
+    const record = v7Warning({ locationId: '101210101', typeCode: '1003', level: '橙色' });
+    sim.setWarnings('101210101', [{ ...record, en: false }]);
+    const { body: zh } = await getJson<{ warning: Record<string, unknown>[] }>(nowUrl('&lang=en'));
+    expect(zh.warning).toEqual([record]);
+  });
+});

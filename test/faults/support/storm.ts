@@ -315,15 +315,28 @@ function wants(filter: StormFilter, w: StormWarning): boolean {
 /** What the storm owes: one notification per (subscriber, warning id, event type) let through. */
 export function owedBy(plan: StormPlan): Map<string, Owed> {
   const owed = new Map<string, Owed>();
+  const byId = new Map(plan.warnings.map((w) => [w.id, w]));
+  /** The warnings an update replaces, however many steps back. */
+  const earlier = (w: StormWarning): string[] => {
+    const ids: string[] = [];
+    for (let id = w.replaces; id !== null; id = byId.get(id)?.replaces ?? null) ids.push(id);
+    return ids;
+  };
   for (const s of plan.subscribers) {
     const watched = new Set(s.places);
+    const told = new Set<string>();
+    // In the order the phases issue them: an update is told as such only to who was told a
+    // warning it replaces; to anyone else it is their first news of it, a new (INTERFACE §11).
     for (const w of plan.warnings) {
       if (!w.placeIds.some((p) => watched.has(p)) || !wants(s.filter, w)) continue;
-      owed.set(owedKey(s.address, w.id, w.event), {
+      const eventType =
+        w.event === 'update' && !earlier(w).some((id) => told.has(id)) ? 'new' : w.event;
+      told.add(w.id);
+      owed.set(owedKey(s.address, w.id, eventType), {
         subscriber: s.address,
         channel: s.channel,
         warningId: w.id,
-        eventType: w.event,
+        eventType,
       });
     }
   }
