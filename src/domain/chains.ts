@@ -43,7 +43,7 @@ export const CHANGE_EVENT: Record<ChainChange, EventType> = {
 
 // Within one instant, a cancellation or expiry is later than the update, which is later than the
 // warning itself: the same cycle may detect all three. A warning back in force came after its end.
-const EVENT_ORDER: Record<EventType, number> = {
+export const EVENT_ORDER: Readonly<Record<EventType, number>> = {
   new: 0,
   update: 1,
   cancel: 2,

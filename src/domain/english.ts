@@ -3,7 +3,7 @@
  * gave them (`lang=en`), else the type, level and place in English from tables and the
  * original text, marked as Chinese. Pure.
  */
-import type { Warning, WarningEnglish } from './warning.js';
+import { LEVEL_EN, type Warning, type WarningEnglish } from './warning.js';
 import { englishTypeName } from './warning-types.js';
 
 /**
@@ -26,15 +26,6 @@ export function withEnglish(warnings: readonly Warning[], english: readonly Warn
   });
 }
 
-/** The level's English name, as the subject and the fields show it. */
-const LEVEL_EN: Record<string, string> = {
-  白色: 'White',
-  蓝色: 'Blue',
-  黄色: 'Yellow',
-  橙色: 'Orange',
-  红色: 'Red',
-};
-
 /**
  * A warning as an English subscriber reads it: its English texts when the upstream gave them;
  * else an English title and type name, and the original text, which `textInChinese` says is
@@ -56,7 +47,7 @@ export function inEnglish(warning: Warning): { warning: Warning; textInChinese: 
     };
   }
   const type = englishTypeName(warning) ?? warning.typeName;
-  const level = LEVEL_EN[warning.level] ?? '';
+  const level = warning.level === 'unknown' ? '' : LEVEL_EN[warning.level];
   const title = [level, type ?? '', 'Warning'].filter((s) => s !== '').join(' ');
   return {
     warning: { ...warning, title, typeName: type },

@@ -1,4 +1,4 @@
-import { parseLevel, type Level, type Warning, type WarningStatus } from './warning.js';
+import { LEVEL_EN, parseLevel, type Level, type Warning, type WarningStatus } from './warning.js';
 
 /**
  * What a subscriber receives, as plain data: the webhook body (INTERFACE §4) and the email's
@@ -146,14 +146,7 @@ export function webhookPayload(n: Notification): WebhookBody {
 
 export type Lang = Notification['lang'];
 
-export const LEVEL_EN: Record<Level, string> = {
-  白色: 'White',
-  蓝色: 'Blue',
-  黄色: 'Yellow',
-  橙色: 'Orange',
-  红色: 'Red',
-  unknown: 'Unknown',
-};
+export { LEVEL_EN };
 
 const SEVERITY_ZH: Record<string, string> = {
   minor: '轻微',

@@ -1,4 +1,5 @@
-import { formatTime, type EventType, type Notification } from './render.js';
+import { EVENT_ORDER } from './chains.js';
+import { formatTime, type Notification } from './render.js';
 import { levelRank, parseLevel, type Level, type Warning } from './warning.js';
 
 /**
@@ -71,14 +72,6 @@ export interface RobotChain {
   /** The chain's notifications, earliest first; the last one is the state shown. */
   readonly steps: readonly Notification[];
 }
-
-const EVENT_ORDER: Record<EventType, number> = {
-  new: 0,
-  update: 1,
-  cancel: 2,
-  expired: 2,
-  resumed: 3,
-};
 
 function shownLevel(w: Warning): Level {
   if (w.level !== 'unknown') return w.level;

@@ -8,6 +8,16 @@ export const LEVELS = ['白色', '蓝色', '黄色', '橙色', '红色'] as cons
 export type KnownLevel = (typeof LEVELS)[number];
 export type Level = KnownLevel | 'unknown';
 
+/** The levels' English names, as English messages show them. */
+export const LEVEL_EN: Readonly<Record<Level, string>> = Object.freeze({
+  白色: 'White',
+  蓝色: 'Blue',
+  黄色: 'Yellow',
+  橙色: 'Orange',
+  红色: 'Red',
+  unknown: 'Unknown',
+});
+
 /** Ordinal of a level on the scale; unknown ranks below every known level (-1). */
 export function levelRank(level: Level): number {
   return level === 'unknown' ? -1 : LEVELS.indexOf(level);

@@ -6,18 +6,10 @@
  * published, so the Chinese record is served as it is. Otherwise the English is written from
  * the record's type, level and place. `en` itself is never served.
  */
-import { parseLevel } from '../domain/warning.js';
+import { LEVEL_EN, parseLevel } from '../domain/warning.js';
 import { warningTypeOf } from '../domain/warning-types.js';
 import type { PlaceRow } from './places.js';
 import type { V1AlertRecord, V7WarningRecord } from './records.js';
-
-const LEVEL_EN: Record<string, string> = {
-  白色: 'White',
-  蓝色: 'Blue',
-  黄色: 'Yellow',
-  橙色: 'Orange',
-  红色: 'Red',
-};
 
 interface EnglishFields {
   title?: string;
@@ -53,7 +45,8 @@ const verbOf = (status: unknown): string =>
 export function englishV7(record: V7WarningRecord, place: PlaceRow | undefined): V7WarningRecord {
   const en = englishOf(record);
   if (en === false) return served(record);
-  const level = LEVEL_EN[parseLevel(str(record.level) ?? str(record.severityColor)) ?? ''] ?? '';
+  const known = parseLevel(str(record.level) ?? str(record.severityColor));
+  const level = known ? LEVEL_EN[known] : '';
   const type =
     warningTypeOf(str(record.type) ?? '')?.en ??
     warningTypeOf(str(record.typeName) ?? '')?.en ??
@@ -81,7 +74,8 @@ export function englishV1(record: V1AlertRecord, placeNameEn: string | undefined
   if (en === false) return served(record);
   const eventType = (record.eventType ?? {}) as { name?: unknown; code?: unknown };
   const color = (record.color ?? {}) as { code?: unknown };
-  const level = LEVEL_EN[parseLevel(str(color.code)) ?? ''] ?? '';
+  const known = parseLevel(str(color.code));
+  const level = known ? LEVEL_EN[known] : '';
   const type =
     warningTypeOf(str(eventType.code) ?? '')?.en ??
     warningTypeOf(str(eventType.name) ?? '')?.en ??
