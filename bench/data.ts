@@ -122,7 +122,14 @@ function filterFor(random: () => number): SubscriptionFilter {
  * The subscribers: every place watched at least once, the long tail weighted towards the
  * prominent places (more people live there), 80 % of the subscriptions by webhook.
  */
-export function generateData(allPlaces: readonly PlaceRow[], size: BenchSize): BenchData {
+/** The share of subscribers who read English: their places are also asked with `lang=en`. */
+export const ENGLISH_SHARE = 0.1;
+
+export function generateData(
+  allPlaces: readonly PlaceRow[],
+  size: BenchSize,
+  englishShare: number = ENGLISH_SHARE,
+): BenchData {
   const random = seededRandom(0x5eed);
   const mainland = allPlaces.filter((p) => p.iso === 'CN');
   // A quick run takes places spread over the whole list rather than its first province.
@@ -137,7 +144,7 @@ export function generateData(allPlaces: readonly PlaceRow[], size: BenchSize): B
     subscribers.push({
       index: subscribers.length,
       channel,
-      lang: random() < 0.1 ? 'en' : 'zh',
+      lang: random() < englishShare ? 'en' : 'zh',
       places: placeIds,
       filter: filterFor(random),
     });
@@ -287,8 +294,11 @@ export async function insertData(
     const batch = rows.slice(i, i + INSERT_BATCH);
     // Arrays of arrays do not fit unnest; filters travel as text and are split back.
     await db.execute(sql`
-      INSERT INTO subscriptions (subscriber_id, place_id, min_level, types, events)
-      SELECT sid, pid, lvl, string_to_array(typ, ','), string_to_array(evt, ',')
+      INSERT INTO subscriptions (subscriber_id, place_id, min_level, types, events, catch_up)
+      SELECT sid, pid, lvl, string_to_array(typ, ','), string_to_array(evt, ','),
+        -- Subscribers of long standing: nothing to catch up (src/pipeline/catch-up.ts), as a
+        -- deployment's storm finds them, not its first cycle after a seed.
+        false
       FROM unnest(
         ${sql.param(batch.map((r) => ids[r.s.index]!))}::uuid[],
         ${sql.param(batch.map((r) => r.p))}::text[],

@@ -193,8 +193,10 @@ export function detectChanges(input: DetectInput): DetectResult {
     })
     .sort((a, b) => compareIds(a.id, b.id));
 
-  const links = new Map([...known.values(), ...next.values()].map((t) => [t.id, t.warning]));
-  for (const event of events) event.chain = chainOf(event.warning, links);
+  if (events.length > 0) {
+    const links = new Map([...known.values(), ...next.values()].map((t) => [t.id, t.warning]));
+    for (const event of events) event.chain = chainOf(event.warning, links);
+  }
   return { events: events.sort(compareEvents), changes, seen: seen.sort(compareIds) };
 }
 

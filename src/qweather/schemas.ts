@@ -78,11 +78,13 @@ export const placeSchema = z.object({
 });
 export type RawPlace = z.output<typeof placeSchema>;
 
+const referShape = z.object({ sources: textList, license: textList });
+
 /** The data attribution: shown, never needed, so a refer of another shape reads as none. */
 export const referSchema = z
   .unknown()
   .transform((r) => {
-    const parsed = z.object({ sources: textList, license: textList }).safeParse(r);
+    const parsed = referShape.safeParse(r);
     return parsed.success ? parsed.data : { sources: [], license: [] };
   })
   .optional()
