@@ -82,6 +82,32 @@ describe('expiryOwedToSubscriber', () => {
     expect(expiryOwedToSubscriber(['superseded'])).toBe(false);
     expect(expiryOwedToSubscriber(['cancelled', 'expired'])).toBe(false);
   });
+
+  it('tells one end, when the last place ends, whatever the order places end in (property)', () => {
+    fc.assert(
+      fc.property(
+        fc
+          .integer({ min: 1, max: 6 })
+          .chain((places) =>
+            fc.tuple(
+              fc.constant(places),
+              fc.shuffledSubarray([...Array(places).keys()], { minLength: places }),
+            ),
+          ),
+        ([places, endingOrder]) => {
+          const states = Array.from({ length: places }, (): 'open' | 'expired' => 'open');
+          const told: number[] = [];
+          endingOrder.forEach((place, step) => {
+            states[place] = 'expired';
+            const others = states.filter((_, i) => i !== place);
+            if (expiryOwedToSubscriber(others)) told.push(step);
+          });
+          // Exactly one all-clear, and at the step where no place still had it open.
+          expect(told).toEqual([places - 1]);
+        },
+      ),
+    );
+  });
 });
 
 describe('V1_POINTS=place', () => {
