@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { ConfigError, loadConfig, MissingSettingError, readEnvironment } from './config.js';
 import { scrub } from './logger.js';
 import {
@@ -5,7 +6,7 @@ import {
   serviceEndpoints,
   ServiceUnreachableError,
 } from './ops/connection-failure.js';
-import { UsageError, type CommandModule } from './cli/command.js';
+import { missingDevelopmentPackage, UsageError, type CommandModule } from './cli/command.js';
 
 /**
  * The `qwn` command (INTERFACE §1). Each command lives in `src/cli/<name>.ts`, loaded only
@@ -44,11 +45,21 @@ function usage(): string {
   const lines = Object.entries(COMMANDS).map(
     ([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`,
   );
-  return ['usage: qwn <command> [options]', '', 'commands:', ...lines].join('\n');
+  return [
+    'usage: qwn <command> [options]      qwn <command> --help      qwn --version',
+    '',
+    'commands:',
+    ...lines,
+  ].join('\n');
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V' || name === 'version') {
+    const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+    console.log(`qwn ${version} (Node ${process.versions.node})`);
+    return 0;
+  }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     console.log(usage());
     return name ? 0 : 2;
@@ -58,10 +69,18 @@ async function main(argv: string[]): Promise<number> {
     console.error(`qwn: unknown command "${name}"\n\n${usage()}`);
     return 2;
   }
-  const mod = await command.load();
   try {
+    const mod = await command.load();
     return await mod.run(rest);
   } catch (err) {
+    const missing = missingDevelopmentPackage(err);
+    if (missing) {
+      console.error(
+        `qwn ${name}: needs ${missing}, a development dependency that this install left out ` +
+          '(npm ci --omit=dev, the image): run it from a full install (npm install)',
+      );
+      return 1;
+    }
     if (err instanceof UsageError || err instanceof MissingSettingError) {
       console.error(`qwn ${name}: ${err.message}`);
       return 2;
@@ -74,6 +93,14 @@ async function main(argv: string[]): Promise<number> {
       err instanceof ServiceUnreachableError ? err.message : explainWithConfiguration(err);
     if (unreachable) {
       console.error(`qwn ${name}: ${scrub(unreachable)}`);
+      return 1;
+    }
+    // Loaded on failure only: `qwn lookup` does not pay for Postgres's modules.
+    const { databaseProblem } = await import('./db/problems.js');
+    const { PortInUseError } = await import('./ops/http-server.js');
+    const problem = err instanceof PortInUseError ? err.message : databaseProblem(err);
+    if (problem) {
+      console.error(`qwn ${name}: ${problem}`);
       return 1;
     }
     throw err;
@@ -93,8 +120,9 @@ main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err: unknown) => {
-    console.error(`qwn: ${scrub(err instanceof Error ? err.message : String(err))}`);
+  async (err: unknown) => {
+    const { failureMessage } = await import('./db/problems.js');
+    console.error(`qwn: ${scrub(failureMessage(err))}`);
     process.exitCode = 1;
   },
 );

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
@@ -67,6 +68,10 @@ const envSchema = z.object({
   ),
   WEBHOOK_ALLOW_PRIVATE: optional(bool),
   WEBHOOK_TIMEOUT_MS: optional(int(100, 120_000)),
+  // An address to bind, not a name: 127.0.0.1, ::1, 0.0.0.0 (every interface), ::.
+  HTTP_HOST: optional(
+    z.string().refine((v) => isIP(v) !== 0, 'must be an IP address such as 127.0.0.1 or 0.0.0.0'),
+  ),
   HTTP_PORT: optional(int(0, 65_535)),
   // The base of the links in emails (unsubscribe): paths are appended, so no query or fragment.
   PUBLIC_URL: optional(
@@ -124,6 +129,7 @@ export interface Config {
   readonly mailFrom: string | undefined;
   readonly webhookAllowPrivate: boolean;
   readonly webhookTimeoutMs: number;
+  readonly httpHost: string;
   readonly httpPort: number;
   /** Where the worker's HTTP server is reached from outside (INTERFACE §9); no trailing slash. */
   readonly publicUrl: string | undefined;
@@ -243,6 +249,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     mailFrom: e.MAIL_FROM,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
     webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS ?? 10_000,
+    // Loopback unless asked: /metrics and /healthz are for this host's scraper and probes; a
+    // container sets 0.0.0.0 (Dockerfile, compose).
+    httpHost: e.HTTP_HOST ?? '127.0.0.1',
     httpPort: e.HTTP_PORT ?? 9464,
     publicUrl: e.PUBLIC_URL,
     unsubscribeSecret: e.UNSUBSCRIBE_SECRET,

@@ -12,9 +12,19 @@ describe('loadConfig', () => {
     expect(config.pollIntervalSeconds).toBe(300);
     expect(config.webhookAllowPrivate).toBe(false);
     expect(config.httpPort).toBe(9464);
+    // /metrics stays on this host unless the operator opens it (INTERFACE §12).
+    expect(config.httpHost).toBe('127.0.0.1');
     expect(config.logLevel).toBe('info');
     expect(config.expireAfterMisses).toBe(2);
     expect(config.retentionDays).toBe(90);
+  });
+
+  it('binds HTTP_HOST as an IP address, and refuses a name', () => {
+    expect(loadConfig({ HTTP_HOST: '0.0.0.0' }).httpHost).toBe('0.0.0.0');
+    expect(loadConfig({ HTTP_HOST: '::1' }).httpHost).toBe('::1');
+    expect(() => loadConfig({ HTTP_HOST: 'localhost' })).toThrow(
+      /HTTP_HOST.*must be an IP address/,
+    );
   });
 
   it('keeps rows at least a week, past the 72-hour detection window', () => {

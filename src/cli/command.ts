@@ -46,3 +46,16 @@ export function positiveSecondsOption(
   }
   return seconds * 1000;
 }
+
+/**
+ * Packages only the demo and the sandbox use: development dependencies, absent from a
+ * production install (`npm ci --omit=dev`, the image).
+ */
+const DEVELOPMENT_PACKAGES = ['@electric-sql/pglite', 'smtp-server', 'standardwebhooks', 'tsx'];
+
+/** The development package whose absence `err` reports, if it is one. */
+export function missingDevelopmentPackage(err: unknown): string | null {
+  const { code, message } = (err ?? {}) as { code?: unknown; message?: unknown };
+  if (code !== 'ERR_MODULE_NOT_FOUND' || typeof message !== 'string') return null;
+  return DEVELOPMENT_PACKAGES.find((name) => message.includes(`'${name}'`)) ?? null;
+}

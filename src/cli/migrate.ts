@@ -1,11 +1,20 @@
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
-import { UsageError } from './command.js';
+import { parseCommandLine } from './command.js';
+
+const HELP = `usage: qwn migrate
+
+Applies migrations/ to DATABASE_URL. Safe when several processes start at once: one applies
+them while the others wait, and a database already up to date is left as it is.`;
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.length > 0) throw new UsageError(`takes no arguments (got "${argv.join(' ')}")`);
+  const { values } = parseCommandLine(argv, {}, 'migrate');
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
   const config = loadConfig(readEnvironment());
-  if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
+  if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL');
   const database = openPostgres(config.databaseUrl, {
     poolSize: 1,
     applicationName: 'qwn migrate',

@@ -4,6 +4,7 @@ import { describeSeedProblem } from '../admin/seed-problems.js';
 import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
+import { assertMigrated } from '../db/problems.js';
 import { createLogger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { parseCommandLine, UsageError } from './command.js';
@@ -69,6 +70,9 @@ export async function run(argv: string[]): Promise<number> {
   const lookup = createClientFromConfig(config, logger);
   const database = openPostgres(config.databaseUrl, { poolSize: 2, applicationName: 'qwn seed' });
   try {
+    // Before the first lookup: the place names are not worth resolving into a database that
+    // cannot take them.
+    await assertMigrated(database.db);
     const result = await applySeed({ db: database.db, lookup, logger }, doc, {
       dryRun,
       resubscribe,

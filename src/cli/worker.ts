@@ -1,8 +1,8 @@
 import { createUnsubscribeEndpoint } from '../admin/unsubscribe.js';
-import { loadConfig, readEnvironment, type Config } from '../config.js';
+import { loadConfig, MissingSettingError, readEnvironment, type Config } from '../config.js';
 import { createLogger, registerSecret, type Logger } from '../logger.js';
 import { probeHealth } from '../ops/health.js';
-import { startOpsServer, type OpsServer } from '../ops/http-server.js';
+import { PortInUseError, startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
@@ -16,7 +16,19 @@ import {
   startWorkers,
   type WorkerSet,
 } from '../pipeline/workers.js';
-import { UsageError } from './command.js';
+import { countEmailSubscribers } from '../admin/subscribers.js';
+import { assertMigrated } from '../db/problems.js';
+import { parseCommandLine } from './command.js';
+
+const HELP = `usage: qwn worker
+
+The long-running service: polls QWeather every POLL_INTERVAL_SECONDS, checks the places that
+matter, delivers every notification, and serves GET /healthz and GET /metrics on
+HTTP_HOST:HTTP_PORT (default 127.0.0.1:9464). Run several for redundancy: they share the work
+through Redis. SIGTERM lets the jobs in flight finish for up to 25 s.
+
+It refuses to start on a database that is not migrated (run qwn migrate), and without SMTP_URL
+while email subscribers exist.`;
 
 /**
  * How long in-flight jobs get to finish after SIGTERM before they are handed back to Redis.
@@ -29,7 +41,11 @@ const CLOSE_MARGIN_MS = 10_000;
 const SCHEDULER_CHECK_MS = 10_000;
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.length > 0) throw new UsageError(`takes no arguments (got "${argv.join(' ')}")`);
+  const { values } = parseCommandLine(argv, {}, 'worker');
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
   const config = loadConfig(readEnvironment());
   const logger = createLogger(config.logLevel);
   registerSecret(config.unsubscribeSecret);
@@ -61,6 +77,13 @@ export async function run(argv: string[]): Promise<number> {
     upstreamSource: () => currentSource(ctx.db, config),
   });
 
+  try {
+    await refuseToStartBroken(ctx.db, config);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+
   // Production hygiene (STYLE §12): nothing dies silently or unstructured.
   const onRejection = (reason: unknown) => logger.error({ err: reason }, 'unhandled rejection');
   const onException = (err: Error) => {
@@ -90,8 +113,10 @@ export async function run(argv: string[]): Promise<number> {
   let workers: WorkerSet | undefined;
   let schedulerCheck: NodeJS.Timeout | undefined;
   let exitCode = 0;
+  let startError: PortInUseError | undefined;
   try {
     server = await startOpsServer({
+      host: config.httpHost,
       port: config.httpPort,
       logger,
       health: () =>
@@ -146,7 +171,9 @@ export async function run(argv: string[]): Promise<number> {
       );
     }
   } catch (err) {
-    logger.error({ err }, 'worker could not start');
+    // A port in use is the operator's to fix, said in one line by the CLI after the cleanup.
+    if (err instanceof PortInUseError) startError = err;
+    else logger.error({ err }, 'worker could not start');
     exitCode = 1;
   }
 
@@ -168,7 +195,24 @@ export async function run(argv: string[]): Promise<number> {
   process.off('unhandledRejection', onRejection);
   process.off('uncaughtException', onException);
   logger.info({ exitCode }, 'worker stopped');
+  if (startError) throw startError;
   return exitCode;
+}
+
+/**
+ * What would make every cycle fail or every email dead is refused before the first job: a
+ * database behind the code's migrations, and email subscribers with no SMTP_URL to send with.
+ */
+async function refuseToStartBroken(db: Runtime['ctx']['db'], config: Config): Promise<void> {
+  await assertMigrated(db);
+  if (config.smtpUrl) return;
+  const emailSubscribers = await countEmailSubscribers(db);
+  if (emailSubscribers > 0) {
+    throw new MissingSettingError(
+      `SMTP_URL is not set and ${emailSubscribers} subscriber(s) receive email: set SMTP_URL ` +
+        '(and MAIL_FROM), or remove their email addresses from the seed',
+    );
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
+import { failureMessage } from '../db/problems.js';
 import { scrub } from '../logger.js';
 import type { UpstreamSnapshot } from './upstream.js';
 import { withTimeout } from './with-timeout.js';
@@ -96,7 +97,7 @@ function lastCycleCheck(inputs: HealthInputs): HealthReport['checks']['lastCycle
       finishedAt: null,
       ageSeconds: null,
       latest: null,
-      reason: 'unknown: Postgres did not answer',
+      reason: `unknown: ${inputs.postgres.ok ? 'Postgres did not answer' : inputs.postgres.error}`,
     };
   }
   const ageSeconds = cycles.lastSuccessAt
@@ -169,7 +170,8 @@ export interface HealthSources {
 /** Every probe is bounded well under a typical orchestrator's health-check timeout. */
 export const PROBE_TIMEOUT_MS = 2000;
 
-const describe = (err: unknown) => scrub(err instanceof Error ? err.message : String(err));
+// No SQL text or parameters: /healthz may be read by anyone who can reach the port.
+const describe = (err: unknown) => scrub(failureMessage(err));
 
 export async function readCycleFacts(db: Db): Promise<CycleFacts> {
   const [row] = await queryRows<{

@@ -15,8 +15,8 @@ import { httpStatusFor, type HealthReport } from './health.js';
 
 export interface OpsServerOptions {
   readonly port: number;
-  /** All interfaces by default: in a container the probe and the scraper come from outside. */
-  readonly host?: string;
+  /** HTTP_HOST: loopback unless the operator opens it (a container sets 0.0.0.0). */
+  readonly host: string;
   readonly logger: Logger;
   readonly health: () => Promise<HealthReport>;
   readonly metrics: () => Promise<{ contentType: string; body: string }>;
@@ -46,6 +46,17 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/** Another process (often a second worker) holds HTTP_PORT: said in one line, with the ways out. */
+export class PortInUseError extends Error {
+  override name = 'PortInUseError';
+  constructor(host: string, port: number) {
+    super(
+      `HTTP_PORT ${port} is already in use on ${host} (another qwn worker?): set HTTP_PORT to a ` +
+        'free port, or HTTP_PORT=0 for any free one',
+    );
+  }
 }
 
 export interface OpsServer {
@@ -144,7 +155,9 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   server.requestTimeout = 30_000;
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new PortInUseError(options.host, options.port) : err),
+    );
     server.listen(options.port, options.host, () => {
       server.off('error', reject);
       resolve();

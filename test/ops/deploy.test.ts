@@ -83,6 +83,8 @@ describe('deployment files', () => {
     );
     expect(services.redis!.healthcheck!.test).toContain('ping');
     expect(services.mailpit!.healthcheck).toBeDefined();
+    // Mail is caught only when asked: a plain `docker compose up` sends with .env's SMTP_URL.
+    expect(services.mailpit!.profiles).toEqual(['sandbox']);
     expect(services.mailpit!.ports).toEqual(
       expect.arrayContaining(['127.0.0.1:1025:1025', '127.0.0.1:8025:8025']),
     );
@@ -96,11 +98,12 @@ describe('deployment files', () => {
     expect(worker.depends_on).toEqual({
       postgres: { condition: 'service_healthy' },
       redis: { condition: 'service_healthy' },
-      mailpit: { condition: 'service_healthy' },
       migrate: { condition: 'service_completed_successfully' },
     });
     expect(worker.ports).toEqual(['127.0.0.1:${HTTP_PORT:-9464}:9464']);
     expect(worker.environment!.HTTP_PORT).toBe(9464);
+    expect(worker.environment!.HTTP_HOST).toBe('0.0.0.0');
+    expect(worker.environment!.SMTP_URL).toBe('${SMTP_URL:-}');
     // Longer than the worker's 25 s shutdown grace.
     expect(Number.parseInt(worker.stop_grace_period!, 10)).toBeGreaterThan(25);
   });
@@ -169,18 +172,32 @@ describe('deployment files', () => {
     ]);
   });
 
-  it('Dockerfile: node 20 slim, production dependencies, non-root, health check', () => {
+  it('Dockerfile: two stages on Node 24 LTS, compiled dist/, production dependencies, non-root', () => {
     const dockerfile = read('Dockerfile');
-    expect(dockerfile).toMatch(/^FROM node:20-slim$/m);
-    expect(dockerfile).toContain('npm ci --omit=dev');
-    expect(dockerfile).toMatch(/^USER node$/m);
-    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
-    expect(dockerfile).toContain('CMD ["node", "bin/qwn.js", "worker"]');
-    // tsx runs the sources at runtime, so --omit=dev must keep it.
+    const stages = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+    expect(stages).toEqual(['node:24-slim', 'node:24-slim']);
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(runtime).toContain('npm ci --omit=dev --omit=optional');
+    expect(runtime).toContain('COPY --from=build /app/dist ./dist');
+    expect(runtime).not.toMatch(/COPY src/);
+    expect(runtime).toMatch(/HTTP_HOST=0\.0\.0\.0/);
+    expect(runtime).toMatch(/^USER node$/m);
+    expect(runtime).toMatch(/^HEALTHCHECK .*\n?.*\/healthz/m);
+    expect(runtime).toContain('CMD ["node", "bin/qwn.js", "worker"]');
+    // The image runs compiled JavaScript: the compiler and the demo's parts are not installed.
     const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
-    expect(pkg.dependencies.tsx).toBeDefined();
+    for (const devOnly of [
+      'tsx',
+      'esbuild',
+      '@electric-sql/pglite',
+      'smtp-server',
+      'standardwebhooks',
+    ]) {
+      expect(pkg.dependencies[devOnly]).toBeUndefined();
+    }
     const ignored = read('.dockerignore');
     expect(ignored).toMatch(/^\.env$/m);
     expect(ignored).toMatch(/^node_modules$/m);
+    expect(ignored).toMatch(/^dist$/m);
   });
 });

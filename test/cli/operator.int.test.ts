@@ -1,0 +1,212 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NOT_MIGRATED } from '../../src/db/problems.js';
+import { probeHealth } from '../../src/ops/health.js';
+import { UpstreamMonitor } from '../../src/ops/upstream.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+/**
+ * An operator's first hour (INTERFACE §12), each item run as the operator runs it: the command
+ * in a process of its own, its exit code and the one line it prints.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const BIN = join(ROOT, 'bin/qwn.js');
+const SEED = join(ROOT, 'examples/seed.json');
+const NOT_MIGRATED_LINE = (command: string) => `qwn ${command}: ${NOT_MIGRATED}`;
+
+let cwd: string;
+beforeAll(() => {
+  // No .env here: only the environment given counts.
+  cwd = mkdtempSync(join(tmpdir(), 'qwn-operator-'));
+});
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function qwn(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const base: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!/^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL|SMTP_URL|HTTP_)/.test(name)) {
+      base[name] = value;
+    }
+  }
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { ...base, LOG_LEVEL: 'silent', ...env },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((done, fail) => {
+    child.once('error', fail);
+    child.once('close', (code) => done({ code, stdout, stderr }));
+  });
+}
+
+const COMMANDS = [
+  'migrate',
+  'seed',
+  'poll',
+  'worker',
+  'lookup',
+  'top',
+  'poi',
+  'warnings',
+  'simulate',
+  'demo',
+  'plan',
+  'deliveries',
+  'redeliver',
+];
+
+describe('qwn --version and --help', () => {
+  it('prints the version of package.json and the Node it runs on', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    const run = await qwn(['--version']);
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim()).toBe(`qwn ${version} (Node ${process.versions.node})`);
+  });
+
+  it('lists every command with --help', async () => {
+    const run = await qwn(['--help']);
+    expect(run.code).toBe(0);
+    for (const command of COMMANDS) expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+  });
+
+  it.each(COMMANDS)('qwn %s --help: its usage on stdout, exit 0, with no setting', async (c) => {
+    const run = await qwn([c, '--help']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^usage: qwn ${c}\\b`));
+  });
+});
+
+describe('a database that is not migrated', () => {
+  let empty: TestDatabase;
+  let behind: TestDatabase;
+  beforeAll(async () => {
+    empty = await createTestDatabase({ migrate: false });
+    // An older release's database: the newest migration is not recorded as applied.
+    behind = await createTestDatabase();
+    await behind.db.execute(
+      `DELETE FROM drizzle.__drizzle_migrations
+       WHERE id = (SELECT max(id) FROM drizzle.__drizzle_migrations)`,
+    );
+  });
+  afterAll(async () => {
+    await empty?.drop();
+    await behind?.drop();
+  });
+
+  const commands: [string, string[]][] = [
+    ['seed', ['seed', SEED]],
+    ['seed', ['seed', SEED, '--dry-run']],
+    ['poll', ['poll', '--once']],
+    ['worker', ['worker']],
+    ['deliveries', ['deliveries']],
+    ['redeliver', ['redeliver', '--since', '2026-11-01T00:00:00Z']],
+    ['plan', ['plan']],
+  ];
+
+  it.each(commands)('qwn %s says so in one line, without SQL or data', async (name, args) => {
+    const run = await qwn(args, {
+      DATABASE_URL: empty.url,
+      // Never reached: the command stops at the database.
+      QWEATHER_API_URL: 'http://127.0.0.1:9',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
+    });
+    expect(run.stderr.trim()).toBe(NOT_MIGRATED_LINE(name));
+    expect(run.code).toBe(1);
+    const said = run.stdout + run.stderr;
+    expect(said).not.toMatch(/select|insert|params|@example|hangzhou/i);
+  });
+
+  it('the worker refuses a schema older than its code', async () => {
+    const run = await qwn(['worker'], {
+      DATABASE_URL: behind.url,
+      QWEATHER_API_URL: 'http://127.0.0.1:9',
+      QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
+      HTTP_PORT: '0',
+    });
+    expect(run.stderr.trim()).toBe(NOT_MIGRATED_LINE('worker'));
+    expect(run.code).toBe(1);
+  });
+
+  it('/healthz says it, and shows no SQL', async () => {
+    const report = await probeHealth({
+      db: empty.db,
+      redis: { ping: () => Promise.resolve('PONG') },
+      upstream: new UpstreamMonitor(),
+      pollIntervalSeconds: 300,
+      startedAt: new Date(),
+    });
+    expect(report.checks.postgres).toEqual({ status: 'unhealthy', error: NOT_MIGRATED });
+    expect(report.checks.lastCycle.reason).toBe(`unknown: ${NOT_MIGRATED}`);
+    expect(JSON.stringify(report)).not.toMatch(/select|poll_cycles/i);
+  });
+});
+
+describe('qwn worker refuses to start broken', () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(() => database?.drop());
+
+  const env = () => ({
+    DATABASE_URL: database.url,
+    QWEATHER_API_URL: 'http://127.0.0.1:9',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
+  });
+
+  it('without SMTP_URL while email subscribers exist, naming the variable', async () => {
+    await database.db.execute(
+      // Unsubscribed and disabled addresses are sent nothing: only the active one counts.
+      `INSERT INTO subscribers (email) VALUES ('duty@example.com');
+       INSERT INTO subscribers (email, unsubscribed_at) VALUES ('gone@example.com', now());
+       INSERT INTO subscribers (email, active) VALUES ('off@example.com', false)`,
+    );
+    const run = await qwn(['worker'], { ...env(), HTTP_PORT: '0' });
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      'qwn worker: SMTP_URL is not set and 1 subscriber(s) receive email: set SMTP_URL ' +
+        '(and MAIL_FROM), or remove their email addresses from the seed',
+    );
+    expect(run.stderr).not.toContain('duty@example.com');
+  });
+
+  it('on a port in use: one line naming HTTP_PORT and HTTP_PORT=0', async () => {
+    const holder: Server = createServer();
+    await new Promise<void>((done) => holder.listen(0, '127.0.0.1', done));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const run = await qwn(['worker'], {
+        ...env(),
+        SMTP_URL: 'smtp://127.0.0.1:9',
+        HTTP_PORT: String(port),
+      });
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim()).toBe(
+        `qwn worker: HTTP_PORT ${port} is already in use on 127.0.0.1 (another qwn worker?): ` +
+          'set HTTP_PORT to a free port, or HTTP_PORT=0 for any free one',
+      );
+    } finally {
+      await new Promise((done) => holder.close(done));
+    }
+  });
+});
