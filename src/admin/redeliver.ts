@@ -29,13 +29,21 @@ import {
  * were until the new attempt replaces them.
  */
 
+/**
+ * By id: those messages, whatever they went through. By time: the messages since then that
+ * failed (retrying or dead), or those of one `status`; sent ones only with `includeSent`.
+ */
 export type RedeliverSelection =
-  { readonly ids: readonly string[] } | { readonly since: Date; readonly status?: DeliveryStatus };
+  | { readonly ids: readonly string[] }
+  | { readonly since: Date; readonly status?: DeliveryStatus; readonly includeSent?: boolean };
+
+/** What `--since` resends unless asked otherwise: what did not reach its receiver. */
+export const FAILED_STATUSES: readonly DeliveryStatus[] = ['retrying', 'dead'];
 
 export type SkipReason = 'subscriber-inactive' | 'in-flight' | 'held';
 
 export interface RedeliverResult {
-  /** Rows set back to pending, each with a deliver job for its next attempt. */
+  /** Rows set back to pending, each with a deliver job for its next attempt (dry run: would be). */
   requeued: { id: string; previousStatus: DeliveryStatus; previousAttempts: number }[];
   skipped: { id: string; reason: SkipReason; detail: string }[];
   /** Ids asked for that name no row. */
@@ -77,15 +85,24 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           WHERE m.id IS NULL`,
     );
   }
-  const where = selection.status
-    ? sql`d.created_at >= ${selection.since.toISOString()} AND d.status = ${storedStatus(selection.status)}`
-    : sql`d.created_at >= ${selection.since.toISOString()}`;
+  const since = selection.since.toISOString();
+  const statuses: readonly DeliveryStatus[] | null = selection.status
+    ? [selection.status]
+    : selection.includeSent
+      ? null
+      : FAILED_STATUSES;
+  const where = statuses
+    ? sql`d.created_at >= ${since}
+          AND d.status = ANY(${sql.param(statuses.map(storedStatus))}::text[])`
+    : sql`d.created_at >= ${since}`;
   // A message without its row is only ever held or pending.
   const unwrittenWhere =
-    selection.status === undefined || selection.status === 'held' || selection.status === 'pending'
-      ? sql`d.created_at >= ${selection.since.toISOString()}`
+    statuses === null || statuses.includes('held') || statuses.includes('pending')
+      ? sql`d.created_at >= ${since}`
       : sql`false`;
-  const statusWanted = selection.status ? sql`c.status = ${selection.status}` : sql`true`;
+  const statusWanted = statuses
+    ? sql`c.status = ANY(${sql.param([...statuses])}::text[])`
+    : sql`true`;
   return queryRows<Candidate>(
     db,
     sql`SELECT * FROM (
@@ -127,6 +144,7 @@ const UNWRITTEN_CANDIDATE = sql`CASE WHEN ${MESSAGE_STATUS} = 'open' THEN 'held'
 export async function redeliver(
   deps: { db: Db; queues: DeliverQueues },
   selection: RedeliverSelection,
+  options: { dryRun?: boolean } = {},
 ): Promise<RedeliverResult> {
   const candidates = await selectCandidates(deps.db, selection);
   const found = new Set(candidates.flatMap((c) => [c.id, c.asked ?? c.id]));
@@ -152,6 +170,22 @@ export async function redeliver(
     } else {
       eligible.push(c.id);
     }
+  }
+
+  const order = new Map(candidates.map((c, i) => [c.id, i]));
+  const byOrder = (a: { id: string }, b: { id: string }) =>
+    (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0);
+  if (options.dryRun) {
+    const byId = new Map(candidates.map((c) => [c.id, c]));
+    return {
+      requeued: eligible.map((id) => ({
+        id,
+        previousStatus: byId.get(id)!.status,
+        previousAttempts: byId.get(id)!.attempts,
+      })),
+      skipped: skipped.sort(byOrder),
+      unknown,
+    };
   }
 
   // The same conditions again under the row lock: a sender may have claimed a row since.
@@ -195,9 +229,6 @@ export async function redeliver(
     await enqueueMessage(deps.queues, row, 0);
   }
 
-  const order = new Map(candidates.map((c, i) => [c.id, i]));
-  const byOrder = (a: { id: string }, b: { id: string }) =>
-    (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0);
   return {
     requeued: reset
       .map((r) => ({

@@ -12,6 +12,7 @@ import {
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { parseCommandLine, UsageError } from './command.js';
+import { instantOfWallTime, localTime, terminalZone } from './local-time.js';
 import { formatTable, type Column } from './table.js';
 
 const USAGE =
@@ -23,29 +24,62 @@ const USAGE =
 const ERROR_WIDTH = 60;
 const MAX_LIMIT = 100_000;
 
-/** `2026-07-01T08:00:00Z`: UTC, to the second, the same in every terminal. */
-export function shortTime(date: Date | null): string {
-  return date ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
+/** A time of the ledger as the terminal shows it (`local-time.ts`). */
+export function shortTime(date: Date | null, timeZone: string = terminalZone()): string {
+  return localTime(date, timeZone);
 }
 
-/** An ISO 8601 time for --since; a bare date is midnight UTC, and so is a time without a zone. */
-export function parseSince(value: string): Date {
-  return parseTime(value, '--since');
+/** An ISO 8601 time for --since; a date or a time without an offset is the terminal's. */
+export function parseSince(value: string, timeZone: string = terminalZone()): Date {
+  return parseTime(value, '--since', timeZone);
 }
 
-/** An ISO 8601 time for a time option, read as `parseSince` reads it. */
-export function parseTime(value: string, flag: string): Date {
-  const text = value.trim().replace(' ', 'T');
-  const match = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(
-    text,
-  );
-  // JavaScript reads a date-time without a zone as local time; an admin's terminal zone must
-  // not change which rows are picked.
-  const at = match ? new Date(match[1] && !match[4] ? `${text}Z` : text) : new Date(NaN);
-  if (Number.isNaN(at.getTime())) {
-    throw new UsageError(`${flag} must be an ISO 8601 time such as 2026-07-01T08:00:00Z`);
+/**
+ * An ISO 8601 time for a time option: `2026-07-01`, `2026-07-01 08:00[:30[.250]]`, with `T` or a
+ * space, and an offset (`Z`, `+08:00`, `-0500`) or none, which means the terminal's zone (`TZ`).
+ */
+export function parseTime(value: string, flag: string, timeZone: string = terminalZone()): Date {
+  const match =
+    /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3})\d*)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(
+      value.trim(),
+    );
+  const at = match ? instantOf(match, timeZone) : null;
+  if (!at || Number.isNaN(at.getTime())) {
+    throw new UsageError(
+      `${flag} must be an ISO 8601 time such as 2026-07-01T08:00:00+08:00 (no offset: ${timeZone})`,
+    );
   }
   return at;
+}
+
+function instantOf(match: RegExpExecArray, timeZone: string): Date | null {
+  const [, year, month, day, hour, minute, second, fraction, zone] = match;
+  const wall = {
+    year: Number(year),
+    month: Number(month),
+    day: Number(day),
+    hour: Number(hour ?? 0),
+    minute: Number(minute ?? 0),
+    second: Number(second ?? 0),
+    ms: Number((fraction ?? '0').padEnd(3, '0')),
+  };
+  if (wall.month < 1 || wall.month > 12 || wall.day < 1 || wall.day > 31) return null;
+  if (wall.hour > 23 || wall.minute > 59 || wall.second > 59) return null;
+  if (!zone) return instantOfWallTime(wall, timeZone);
+  const asUtc = Date.UTC(
+    wall.year,
+    wall.month - 1,
+    wall.day,
+    wall.hour,
+    wall.minute,
+    wall.second,
+    wall.ms,
+  );
+  if (zone.toUpperCase() === 'Z') return new Date(asUtc);
+  const sign = zone.startsWith('-') ? -1 : 1;
+  const digits = zone.slice(1).replace(':', '');
+  const offset = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2))) * 60_000;
+  return new Date(asUtc - offset);
 }
 
 export function parseStatus(value: string): DeliveryStatus {

@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { getDeliveries } from '../admin/deliveries.js';
 import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
@@ -10,10 +11,14 @@ import { parseCommandLine, positiveSecondsOption, UsageError } from './command.j
 import { LEDGER_COLUMNS, parseSince, parseStatus } from './deliveries.js';
 import { formatTable } from './table.js';
 
-const USAGE = [
-  'usage: qwn redeliver <delivery id>... [--enqueue-only] [--timeout-seconds N]',
-  '       qwn redeliver --since <ISO time> [--status S] [--enqueue-only] [--timeout-seconds N]',
-].join('\n');
+const USAGE = `usage: qwn redeliver <delivery id>... [--dry-run] [--enqueue-only] [--timeout-seconds N]
+       qwn redeliver --since <time> [--status S | --include-sent] [--dry-run] [--enqueue-only]
+                     [--timeout-seconds N]
+
+Sends messages again under their own ids (receivers see the same webhook-id / Message-ID).
+By id: those messages. --since: those created since then that failed (retrying or dead);
+--status picks one status instead, --include-sent adds the sent ones. --dry-run lists what
+would be sent and changes nothing. A time without an offset is in the terminal's zone (TZ).`;
 
 const DEFAULT_TIMEOUT_SECONDS = 120;
 
@@ -35,6 +40,8 @@ function parse(argv: string[]) {
     {
       since: { type: 'string' },
       status: { type: 'string' },
+      'include-sent': { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
       'enqueue-only': { type: 'boolean' },
       'timeout-seconds': { type: 'string' },
     },
@@ -43,13 +50,22 @@ function parse(argv: string[]) {
   );
   if (values.help) return { help: true as const };
   let selection: RedeliverSelection;
+  const includeSent = values['include-sent'] === true;
   if (values.since !== undefined) {
     if (positionals.length > 0) throw new UsageError(`give delivery ids or --since, not both`);
     const since = parseSince(values.since);
-    selection =
-      values.status === undefined ? { since } : { since, status: parseStatus(values.status) };
+    if (values.status !== undefined) {
+      const status = parseStatus(values.status);
+      if (status === 'sent' && !includeSent) {
+        throw new UsageError('--status sent resends what already arrived: add --include-sent');
+      }
+      selection = { since, status };
+    } else {
+      selection = { since, includeSent };
+    }
   } else {
     if (values.status !== undefined) throw new UsageError('--status goes with --since');
+    if (includeSent) throw new UsageError('--include-sent goes with --since');
     if (positionals.length === 0) throw new UsageError(`a delivery id or --since is required`);
     selection = { ids: positionals.map((id) => id.trim()) };
   }
@@ -57,6 +73,7 @@ function parse(argv: string[]) {
     help: false as const,
     selection,
     enqueueOnly: values['enqueue-only'] === true,
+    dryRun: values['dry-run'] === true,
     timeoutMs: positiveSecondsOption(
       values['timeout-seconds'],
       DEFAULT_TIMEOUT_SECONDS,
@@ -90,15 +107,26 @@ export async function run(argv: string[]): Promise<number> {
     });
   }
   // Workers first, so the jobs enqueued below are taken at once.
-  const workers = options.enqueueOnly
-    ? undefined
-    : startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
+  const workers =
+    options.enqueueOnly || options.dryRun
+      ? undefined
+      : startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
   try {
-    const result = await redeliver(runtime.ctx, options.selection);
+    const result = await redeliver(runtime.ctx, options.selection, { dryRun: options.dryRun });
     for (const id of result.unknown) console.error(`qwn redeliver: no delivery ${id}`);
     for (const s of result.skipped) console.log(`skipped ${s.id}: ${s.detail}`);
 
     const ids = result.requeued.map((r) => r.id);
+    if (options.dryRun) {
+      if (ids.length > 0) {
+        console.log(formatTable(await getDeliveries(runtime.ctx.db, ids), OUTCOME_COLUMNS));
+      }
+      console.log(
+        `dry run (nothing sent or changed): would redeliver ${ids.length} ` +
+          `${ids.length === 1 ? 'message' : 'messages'}`,
+      );
+      return result.unknown.length > 0 ? 1 : 0;
+    }
     if (ids.length === 0) {
       if (result.unknown.length === 0 && result.skipped.length === 0) {
         console.log('nothing to redeliver');

@@ -4,6 +4,7 @@ import { describeSeedProblem } from '../admin/seed-problems.js';
 import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
+import { localTime } from './local-time.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
@@ -95,7 +96,7 @@ export async function run(argv: string[]): Promise<number> {
     for (const s of result.unsubscribed) {
       const who = `subscribers[${s.index}]${s.name === null ? '' : ` ${JSON.stringify(s.name)}`} <${s.email}>`;
       console.log(
-        `${who} unsubscribed at ${s.since.toISOString()}: left unsubscribed (qwn seed ${file} --resubscribe ${s.email} undoes it)`,
+        `${who} unsubscribed at ${localTime(s.since)}: left unsubscribed (qwn seed ${file} --resubscribe ${s.email} undoes it)`,
       );
     }
     for (const { subscriber, secret } of result.generatedSecrets) {

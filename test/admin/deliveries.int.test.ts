@@ -195,8 +195,22 @@ describe('qwn deliveries and qwn redeliver', () => {
     const garbled = await qwn('deliveries', '--until', 'last week');
     expect(garbled.code).toBe(2);
     expect(garbled.stderr.trim()).toBe(
-      'qwn deliveries: --until must be an ISO 8601 time such as 2026-07-01T08:00:00Z',
+      'qwn deliveries: --until must be an ISO 8601 time such as 2026-07-01T08:00:00+08:00 ' +
+        '(no offset: UTC)',
     );
+  });
+
+  it("reads and prints times in the terminal's zone (TZ), with their offsets", async () => {
+    // Wall-clock time in Shanghai two hours ago, as a desk there would type it: no offset.
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000 + 8 * 3600_000)
+      .toISOString()
+      .slice(0, 19)
+      .replace('T', ' ');
+    const shanghai = await h.qwn(['deliveries', '--since', twoHoursAgo], { TZ: 'Asia/Shanghai' });
+    expect(shanghai.code, shanghai.stderr).toBe(0);
+    const rows = shanghai.stdout.trim().split('\n').slice(1);
+    expect(rows.map((r) => r.split(/ +/)[0])).toEqual([goneId, mailId].map((id) => id));
+    for (const row of rows) expect(row).toMatch(/ \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+08:00 /);
   });
 
   it('refuses an unknown status with one line and exit code 2', async () => {
@@ -243,13 +257,39 @@ describe('qwn deliveries and qwn redeliver', () => {
     expect(await ledger(goneId)).toMatchObject({ status: 'dead', attempts: 1 });
   });
 
-  it('redelivers --since a time, once however often it is asked', async () => {
+  it('redelivers --since only what failed unless --include-sent; --dry-run changes nothing', async () => {
     const twoHoursAgo = new Date(Date.now() - 2 * 3600_000).toISOString();
     const mailsBefore = h.smtp.messages.length;
     const hooksBefore = h.hooks.requests.length;
 
+    // The recent messages are the dead one of a disabled subscriber and a sent email: by
+    // default only the dead one is a candidate, and it is skipped.
+    const failedOnly = await qwn('redeliver', '--since', twoHoursAgo, '--enqueue-only');
+    expect(failedOnly.code).toBe(0);
+    expect(failedOnly.stdout.trim()).toMatch(
+      new RegExp(`^skipped ${goneId}: subscriber is disabled: [^\n]*$`),
+    );
+    expect(await ledger(mailId)).toMatchObject({ status: 'sent', attempts: 1 });
+
+    const sentAsked = await qwn('redeliver', '--since', twoHoursAgo, '--status', 'sent');
+    expect(sentAsked.code).toBe(2);
+    expect(sentAsked.stderr.trim()).toBe(
+      'qwn redeliver: --status sent resends what already arrived: add --include-sent',
+    );
+
+    const dryRun = await qwn('redeliver', '--since', twoHoursAgo, '--include-sent', '--dry-run');
+    expect(dryRun.code).toBe(0);
+    expect(dryRun.stdout).toContain(mailId);
+    expect(dryRun.stdout.trim().split('\n').at(-1)).toBe(
+      'dry run (nothing sent or changed): would redeliver 1 message',
+    );
+    expect(await ledger(mailId)).toMatchObject({ status: 'sent', attempts: 1 });
+
     for (let run = 0; run < 2; run += 1) {
-      const { code, stdout } = await qwn('redeliver', '--since', twoHoursAgo, '--enqueue-only');
+      const { code, stdout } = await qwn(
+        'redeliver',
+        ...['--since', twoHoursAgo, '--include-sent', '--enqueue-only'],
+      );
       expect(code).toBe(0);
       expect(stdout).toContain(`skipped ${goneId}: subscriber is disabled`);
       expect(stdout).toContain('1 delivery set back to pending and enqueued');

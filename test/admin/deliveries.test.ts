@@ -27,19 +27,34 @@ describe('ledger listing helpers', () => {
     expect(cutShort('abcdefghijklmnop', 10)).toHaveLength(10);
   });
 
-  it('reads --since as ISO 8601, UTC unless a zone is given', () => {
-    expect(parseSince('2026-07-01').toISOString()).toBe('2026-07-01T00:00:00.000Z');
-    expect(parseSince('2026-07-01T08:00').toISOString()).toBe('2026-07-01T08:00:00.000Z');
-    expect(parseSince('2026-07-01 08:00:30').toISOString()).toBe('2026-07-01T08:00:30.000Z');
-    expect(parseSince('2026-07-01T08:00:00+08:00').toISOString()).toBe('2026-07-01T00:00:00.000Z');
-    expect(parseSince('2026-07-01T08:00:00.250Z').toISOString()).toBe('2026-07-01T08:00:00.250Z');
+  it("reads --since as ISO 8601, in the terminal's zone unless an offset is given", () => {
+    const shanghai = (text: string) => parseSince(text, 'Asia/Shanghai').toISOString();
+    expect(shanghai('2026-07-01')).toBe('2026-06-30T16:00:00.000Z');
+    expect(shanghai('2026-07-01T08:00')).toBe('2026-07-01T00:00:00.000Z');
+    expect(shanghai('2026-11-28 15:00')).toBe('2026-11-28T07:00:00.000Z');
+    expect(shanghai('2026-07-01 08:00:30')).toBe('2026-07-01T00:00:30.000Z');
+    expect(shanghai('2026-07-01T08:00:00+08:00')).toBe('2026-07-01T00:00:00.000Z');
+    expect(shanghai('2026-07-01T08:00:00-0500')).toBe('2026-07-01T13:00:00.000Z');
+    expect(shanghai('2026-07-01T08:00:00.250Z')).toBe('2026-07-01T08:00:00.250Z');
+    // A zone with summer time: its offset of that date.
+    expect(parseSince('2026-07-01 08:00', 'Europe/Berlin').toISOString()).toBe(
+      '2026-07-01T06:00:00.000Z',
+    );
+    expect(parseSince('2026-01-15 08:00', 'Europe/Berlin').toISOString()).toBe(
+      '2026-01-15T07:00:00.000Z',
+    );
+    // The tests run with TZ=UTC: that is the terminal's zone here.
+    expect(parseSince('2026-07-01 08:00').toISOString()).toBe('2026-07-01T08:00:00.000Z');
     for (const bad of ['yesterday', '2026-13-01', '1751356800', '2026-07-01T25:00Z', '']) {
       expect(() => parseSince(bad), bad).toThrow(UsageError);
     }
   });
 
-  it('prints times to the second in UTC', () => {
-    expect(shortTime(new Date('2026-07-01T08:00:00.123Z'))).toBe('2026-07-01T08:00:00Z');
+  it('prints times to the second in the terminal zone, with the offset', () => {
+    const at = new Date('2026-07-01T08:00:00.123Z');
+    expect(shortTime(at, 'Asia/Shanghai')).toBe('2026-07-01 16:00:00+08:00');
+    expect(shortTime(at, 'America/New_York')).toBe('2026-07-01 04:00:00-04:00');
+    expect(shortTime(at)).toBe('2026-07-01 08:00:00+00:00');
     expect(shortTime(null)).toBe('');
   });
 
@@ -95,14 +110,14 @@ describe('ledger listing helpers', () => {
     const [header, open, closed, held] = table.split('\n');
     expect(header).toMatch(/^id +message +created +status +attempts/);
     expect(open).toMatch(
-      /^a +ma +2026-07-01T08:00:00Z +retrying +2 +webhook .* 杭州 +new +w1 +2026-07-01T08:06:00Z +webhook endpoint answered 500$/,
+      /^a +ma +2026-07-01 08:00:00\+00:00 +retrying +2 +webhook .* 杭州 +new +w1 +2026-07-01 08:06:00\+00:00 +webhook endpoint answered 500$/,
     );
-    expect(closed).toMatch(/^b +mb +2026-07-01T08:00:00Z +dead +1 /);
+    expect(closed).toMatch(/^b +mb +2026-07-01 08:00:00\+00:00 +dead +1 /);
     expect(closed).toContain('https://hooks.example.com/q (off)');
     expect(closed).toMatch(/ x{59}…$/);
     // A held message says why it waits, and when it is due.
     expect(held).toMatch(
-      /^c +mc +2026-07-01T08:00:00Z +held \(quiet\) +0 +webhook .* 2026-07-01T23:00:00Z *$/,
+      /^c +mc +2026-07-01 08:00:00\+00:00 +held \(quiet\) +0 +webhook .* 2026-07-01 23:00:00\+00:00 *$/,
     );
   });
 });

@@ -256,7 +256,7 @@ describe('qwn seed --resubscribe', () => {
     expect(reported).toMatchObject({ code: 0, stderr: '' });
     expect(reported.stdout.trim().split('\n')).toEqual([
       'seeded: 0 created, 0 updated, 2 unchanged, 0 subscriptions removed',
-      `subscribers[0] "Hangzhou duty desk" <duty@example.com> unsubscribed at 2026-11-20T08:00:00.000Z: left unsubscribed (qwn seed ${path} --resubscribe duty@example.com undoes it)`,
+      `subscribers[0] "Hangzhou duty desk" <duty@example.com> unsubscribed at 2026-11-20 08:00:00+00:00: left unsubscribed (qwn seed ${path} --resubscribe duty@example.com undoes it)`,
     ]);
     expect((await rowOf('duty@example.com')).unsubscribed_at).not.toBeNull();
 

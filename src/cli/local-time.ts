@@ -1,0 +1,104 @@
+/**
+ * Times as an operator reads and types them at a terminal (INTERFACE §12): in the zone of the
+ * process (`TZ`, else the system's), always with the offset written out so that a table pasted
+ * elsewhere still says which instant it means.
+ */
+
+/** The zone the CLI speaks: TZ or the system's. */
+export function terminalZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+function formatIn(timeZone: string): Intl.DateTimeFormat {
+  let format = formats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'longOffset',
+    });
+    formats.set(timeZone, format);
+  }
+  return format;
+}
+
+interface WallClock {
+  year: string;
+  month: string;
+  day: string;
+  hour: string;
+  minute: string;
+  second: string;
+  /** `+08:00`, `-05:00`, `+00:00`. */
+  offset: string;
+}
+
+function wallClock(date: Date, timeZone: string): WallClock {
+  const parts = Object.fromEntries(
+    formatIn(timeZone)
+      .formatToParts(date)
+      .map((p) => [p.type, p.value]),
+  ) as Record<string, string>;
+  // "GMT+08:00", or plain "GMT" at offset zero.
+  const offset = (parts.timeZoneName ?? 'GMT').replace('GMT', '') || '+00:00';
+  return {
+    year: parts.year!,
+    month: parts.month!,
+    day: parts.day!,
+    hour: parts.hour!,
+    minute: parts.minute!,
+    second: parts.second!,
+    offset,
+  };
+}
+
+/** `2026-07-01 16:00:00+08:00`: to the second, in `timeZone`, its offset written out. */
+export function localTime(date: Date | null, timeZone: string = terminalZone()): string {
+  if (!date) return '';
+  const w = wallClock(date, timeZone);
+  return `${w.year}-${w.month}-${w.day} ${w.hour}:${w.minute}:${w.second}${w.offset}`;
+}
+
+function offsetMs(date: Date, timeZone: string): number {
+  const sign = wallClock(date, timeZone).offset.startsWith('-') ? -1 : 1;
+  const [hours, minutes] = wallClock(date, timeZone).offset.slice(1).split(':').map(Number);
+  return sign * ((hours ?? 0) * 60 + (minutes ?? 0)) * 60_000;
+}
+
+/**
+ * The instant at which clocks in `timeZone` read the given wall time. In a gap (spring forward)
+ * it is the instant an hour on; in an overlap, the earlier of the two.
+ */
+export function instantOfWallTime(
+  wall: {
+    year: number;
+    month: number;
+    day: number;
+    hour: number;
+    minute: number;
+    second: number;
+    ms: number;
+  },
+  timeZone: string,
+): Date {
+  const asUtc = Date.UTC(
+    wall.year,
+    wall.month - 1,
+    wall.day,
+    wall.hour,
+    wall.minute,
+    wall.second,
+    wall.ms,
+  );
+  const first = asUtc - offsetMs(new Date(asUtc), timeZone);
+  const second = asUtc - offsetMs(new Date(first), timeZone);
+  return new Date(Math.min(first, second));
+}
