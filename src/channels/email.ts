@@ -16,13 +16,22 @@ export class EmailError extends Error {
   readonly responseCode?: number;
   /** The server's reply, kept for the ledger. */
   readonly response?: string;
+  /** The server refused us, not this message (the login): the channel pauses (channel-pause.ts). */
+  readonly channelRefused: boolean;
 
   constructor(
     message: string,
-    o: { retryable: boolean; responseCode?: number; response?: string; cause?: unknown },
+    o: {
+      retryable: boolean;
+      responseCode?: number;
+      response?: string;
+      cause?: unknown;
+      channelRefused?: boolean;
+    },
   ) {
     super(message, o.cause === undefined ? undefined : { cause: o.cause });
     this.retryable = o.retryable;
+    this.channelRefused = o.channelRefused ?? false;
     if (o.responseCode !== undefined) this.responseCode = o.responseCode;
     if (o.response !== undefined) this.response = o.response;
   }
@@ -63,7 +72,15 @@ const SOCKET_TIMEOUT_MS = 20_000;
 const DEFAULT_SEND_TIMEOUT_MS = 60_000;
 
 /** Errors without an SMTP reply that no retry can fix: the message or the setup is wrong. */
-const PERMANENT_CODES = new Set(['ECONFIG', 'EENVELOPE', 'EMAXRECIPIENTS', 'ENOAUTH']);
+const PERMANENT_CODES = new Set(['ECONFIG', 'EENVELOPE', 'EMAXRECIPIENTS']);
+
+/**
+ * The login refused (535 bad credentials, 534 a stronger mechanism wanted, 530 authentication
+ * required; nodemailer's EAUTH and ENOAUTH): true of every email until the operator fixes the
+ * credentials, so the channel pauses instead of each email dying.
+ */
+const LOGIN_REFUSED_REPLIES = new Set([530, 534, 535]);
+const LOGIN_REFUSED_CODES = new Set(['EAUTH', 'ENOAUTH']);
 
 /** The stable Message-ID of a message: a consumer can drop a rare duplicate by it. */
 export function messageIdFor(id: string): string {
@@ -79,6 +96,23 @@ export function classifySmtpError(err: unknown): EmailError {
   }
   const e = (err ?? {}) as NodemailerError;
   const response = typeof e.response === 'string' ? scrub(e.response) : undefined;
+  if (
+    (typeof e.code === 'string' && LOGIN_REFUSED_CODES.has(e.code)) ||
+    (typeof e.responseCode === 'number' && LOGIN_REFUSED_REPLIES.has(e.responseCode))
+  ) {
+    return new EmailError(
+      `SMTP server refused the login${e.responseCode ? ` (${e.responseCode})` : ''}: ` +
+        `${response ?? (err instanceof Error ? scrub(err.message) : String(err))}; check the ` +
+        'user and password of SMTP_URL',
+      {
+        retryable: true,
+        channelRefused: true,
+        ...(typeof e.responseCode === 'number' ? { responseCode: e.responseCode } : {}),
+        ...(response === undefined ? {} : { response }),
+        cause: err,
+      },
+    );
+  }
   if (typeof e.responseCode === 'number') {
     // RFC 5321: 5yz is a permanent rejection, 4yz transient. 503 (bad sequence) says the
     // session was in the wrong state, not that the message was refused: try again.

@@ -75,6 +75,7 @@ export async function run(argv: string[]): Promise<number> {
     readRedisConfig: (name) => redis.config('GET', name),
     startedAt,
     upstreamSource: () => currentSource(ctx.db, config),
+    emailPause: ctx.emailPause,
   });
 
   try {
@@ -124,6 +125,7 @@ export async function run(argv: string[]): Promise<number> {
           db: ctx.db,
           redis,
           upstream,
+          emailPause: ctx.emailPause,
           pollIntervalSeconds: config.pollIntervalSeconds,
           startedAt,
         }),

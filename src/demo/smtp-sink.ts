@@ -46,6 +46,10 @@ export interface SmtpSink<M extends ReceivedMail = ReceivedMail> {
   readonly rejected: readonly { envelope: ReceivedMail['envelope']; reply: SmtpReply }[];
   /** Answer the next `count` messages at DATA with this reply (451 by default). */
   failNext(count: number, reply?: Partial<SmtpReply>): void;
+  /** Logins tried (AUTH), refused or not. */
+  readonly logins: number;
+  /** Refuse every login with 535 (bad credentials) until told otherwise or reset. */
+  refuseLogins(refuse: boolean): void;
   /** Refuse this recipient at RCPT TO (550 by default) until reset. */
   rejectRecipient(address: string, reply?: Partial<SmtpReply>): void;
   /** Resolves once `count` messages have been accepted in total. */
@@ -120,6 +124,8 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
   const recipientReplies = new Map<string, SmtpReply>();
   const waiters = new Set<() => void>();
   let saved = 0;
+  let logins = 0;
+  let refusingLogins = false;
   if (options.saveDir) await mkdir(options.saveDir, { recursive: true });
 
   const server = new SMTPServer({
@@ -130,7 +136,10 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
     // Pooled clients keep idle connections open; closing the sink must not wait 30 s for them.
     closeTimeout: 200,
     onAuth(_auth, _session, callback) {
-      callback(null, { user: 'sink' });
+      logins += 1;
+      // smtp-server answers an error here with 535 5.7.8 and its message.
+      if (refusingLogins) callback(new Error('Invalid username or password'));
+      else callback(null, { user: 'sink' });
     },
     onRcptTo(address, _session, callback) {
       const reply = recipientReplies.get(address.address.toLowerCase());
@@ -195,6 +204,12 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
     url: `smtp://127.0.0.1:${port}`,
     messages,
     rejected,
+    get logins() {
+      return logins;
+    },
+    refuseLogins(refuse) {
+      refusingLogins = refuse;
+    },
     failNext(count, reply = {}) {
       for (let i = 0; i < count; i += 1) {
         failQueue.push({
@@ -232,6 +247,8 @@ export async function startSmtpSink<M extends ReceivedMail = ReceivedMail>(
       rejected.length = 0;
       failQueue.length = 0;
       recipientReplies.clear();
+      logins = 0;
+      refusingLogins = false;
     },
     close() {
       return new Promise<void>((resolve) => server.close(() => resolve()));

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { failureMessage } from '../db/problems.js';
 import { scrub } from '../logger.js';
+import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { UpstreamSnapshot } from './upstream.js';
 import { withTimeout } from './with-timeout.js';
 
@@ -31,6 +32,8 @@ export interface HealthInputs {
   /** null when Postgres could not say. */
   readonly cycles: CycleFacts | null;
   readonly upstream: UpstreamSnapshot;
+  /** The email channel's pause (absent: a process that sends no email). */
+  readonly email?: PauseSnapshot;
 }
 
 export interface ServiceCheck {
@@ -55,6 +58,14 @@ export interface HealthReport {
     readonly upstream: {
       readonly status: HealthStatus;
       readonly state: UpstreamSnapshot['state'];
+      readonly reason: string | null;
+      readonly since: string | null;
+      readonly retryAt: string | null;
+    };
+    /** Degraded while paused: the SMTP server refuses the login (mail waits, nothing is lost). */
+    readonly email: {
+      readonly status: HealthStatus;
+      readonly paused: boolean;
       readonly reason: string | null;
       readonly since: string | null;
       readonly retryAt: string | null;
@@ -142,12 +153,23 @@ function upstreamCheck(upstream: UpstreamSnapshot): HealthReport['checks']['upst
   };
 }
 
+function emailCheck(email: PauseSnapshot | undefined): HealthReport['checks']['email'] {
+  return {
+    status: email?.paused ? 'degraded' : 'ok',
+    paused: email?.paused ?? false,
+    reason: email?.reason ?? null,
+    since: email?.since?.toISOString() ?? null,
+    retryAt: email?.retryAt?.toISOString() ?? null,
+  };
+}
+
 export function evaluateHealth(inputs: HealthInputs): HealthReport {
   const checks = {
     postgres: serviceCheck(inputs.postgres),
     redis: serviceCheck(inputs.redis),
     lastCycle: lastCycleCheck(inputs),
     upstream: upstreamCheck(inputs.upstream),
+    email: emailCheck(inputs.email),
   };
   return { status: worst(Object.values(checks).map((c) => c.status)), checks };
 }
@@ -161,6 +183,7 @@ export interface HealthSources {
   readonly db: Db;
   readonly redis: { ping(): Promise<string> };
   readonly upstream: { snapshot(): UpstreamSnapshot };
+  readonly emailPause?: { snapshot(): PauseSnapshot };
   readonly pollIntervalSeconds: number;
   readonly startedAt: Date;
   readonly now?: () => Date;
@@ -232,5 +255,6 @@ export async function probeHealth(sources: HealthSources): Promise<HealthReport>
     redis: redis.probe,
     cycles: postgres.value,
     upstream: sources.upstream.snapshot(),
+    ...(sources.emailPause ? { email: sources.emailPause.snapshot() } : {}),
   });
 }

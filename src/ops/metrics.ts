@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { EVENT_TYPES } from '../domain/detect.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { queryRows, type Db } from '../db/client.js';
+import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../pipeline/context.js';
 import { BATCH_UNWRITTEN, CYCLE_UNWRITTEN } from '../pipeline/deferred-messages.js';
@@ -117,6 +118,8 @@ export interface MetricsSources {
   readonly defaultMetrics?: boolean;
   /** The warning API the deployment polls now (src/pipeline/upstream-source.ts). */
   readonly upstreamSource?: () => Promise<'v7' | 'v1'>;
+  /** The email channel's pause in this process (src/channels/channel-pause.ts). */
+  readonly emailPause?: { snapshot(): PauseSnapshot };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> =>
@@ -145,6 +148,7 @@ export class OpsMetrics implements JobObserver {
   readonly redisPolicy: Gauge<'policy'>;
   readonly upstreamSource: Gauge<'source'>;
   readonly pollInterval: Gauge;
+  readonly channelPaused: Gauge<'channel'>;
 
   constructor(sources: MetricsSources) {
     this.#sources = sources;
@@ -206,6 +210,16 @@ export class OpsMetrics implements JobObserver {
       help: 'The warning API the deployment polls: 1 for the source in use (read on scrape)',
       labelNames: ['source'],
       registers,
+    });
+    const emailPause = sources.emailPause;
+    this.channelPaused = new Gauge({
+      name: 'qwn_channel_paused',
+      help: 'A channel this process has paused because its server refused us (the SMTP login): 1 while paused',
+      labelNames: ['channel'],
+      registers,
+      collect() {
+        if (emailPause) this.set({ channel: 'email' }, emailPause.snapshot().paused ? 1 : 0);
+      },
     });
     this.pollInterval = new Gauge({
       name: 'qwn_poll_interval_seconds',

@@ -1,3 +1,4 @@
+import type { ChannelPause } from '../channels/channel-pause.js';
 import type { Mailer } from '../channels/email.js';
 import type { RobotRateLimiter } from '../channels/robot-rate-limit.js';
 import type { RobotSender } from '../channels/robot.js';
@@ -22,6 +23,8 @@ export interface PipelineContext {
   readonly webhooks: WebhookSender;
   /** Chat robots (INTERFACE §8): the sender, and their rate limits shared by every worker. */
   readonly robots: { readonly limiter: RobotRateLimiter; readonly sender: RobotSender };
+  /** Paused while the SMTP server refuses the login (src/channels/channel-pause.ts). */
+  readonly emailPause: ChannelPause;
   /** The clock, passed in so that tests can fix it. */
   readonly now: () => Date;
   readonly random: () => number;

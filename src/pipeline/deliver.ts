@@ -123,6 +123,8 @@ interface Failure {
   message: string;
   retryAfterMs?: number;
   gone?: boolean;
+  /** The channel refused us, not this message: it pauses (src/channels/channel-pause.ts). */
+  channelRefused?: boolean;
 }
 
 function classify(err: unknown): Failure {
@@ -147,7 +149,11 @@ function classify(err: unknown): Failure {
     const response = err.response === undefined ? undefined : scrub(err.response);
     const reply =
       response === undefined || message.includes(response) ? message : `${message} (${response})`;
-    return { retryable: err.retryable, message: reply.slice(0, MAX_ERROR_LENGTH) };
+    return {
+      retryable: err.retryable,
+      message: reply.slice(0, MAX_ERROR_LENGTH),
+      ...(err.channelRefused ? { channelRefused: true } : {}),
+    };
   }
   // Anything unexpected in a send is treated as passing: the schedule bounds the retries.
   return { retryable: true, message };
@@ -314,6 +320,12 @@ async function attempt(
       message: 'the message carries no notification any more',
     });
   }
+  if (message.channel === 'email') {
+    const pausedMs = ctx.emailPause.remainingMs();
+    if (pausedMs > 0) {
+      return waitForChannel(ctx, log, message, pausedMs, ctx.emailPause.snapshot().reason ?? '');
+    }
+  }
   if (message.channel === 'robot') await splitOversized(ctx, log, message);
   const send = async (): Promise<Failure | RobotWait | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
@@ -347,7 +359,15 @@ async function attempt(
       : await s.sends.run(send);
   if (sent === 'late') return 'released';
   if (sent !== 'sent' && 'outcome' in sent) return waitForRobot(ctx, log, message, sent);
+  if (sent !== 'sent' && sent.channelRefused && message.channel === 'email') {
+    const pauseMs = ctx.emailPause.refused(sent.message);
+    log.warn({ pauseMs, error: sent.message }, 'email channel paused: the SMTP server refused us');
+    return waitForChannel(ctx, log, message, pauseMs, sent.message);
+  }
   if (sent !== 'sent') return recordFailure(ctx, log, message, sent);
+  if (message.channel === 'email' && ctx.emailPause.accepted()) {
+    log.warn('email channel open again: the SMTP server took the login');
+  }
   await s.sent.markSent(message.id, new Date(), {
     ...(message.deferred ? { deferred: message.hold === 'cycle' ? 'cycle' : 'direct' } : {}),
   });
@@ -533,6 +553,41 @@ async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Pro
                 ${sql.param(messages.map((m) => m.attempts - 1))}::int[]) AS v(id, attempts)
     WHERE m.id = v.id AND m.status IN ('pending', 'retrying')`);
   for (const m of messages) await enqueueMessage(ctx.queues, m, m.attempts - 1);
+}
+
+/**
+ * A message of a paused channel: it waits for the pause to end, retrying, its attempt not
+ * counted (the server refused us, not it), under a job id of its own (the job running now may
+ * hold the attempt's usual one). Should that job be lost, the sweeper finds the due message.
+ */
+async function waitForChannel(
+  ctx: PipelineContext,
+  jobLog: Logger,
+  message: Outgoing,
+  waitMs: number,
+  reason: string,
+): Promise<DeliverOutcome> {
+  if (message.deferred) await writeDeferredMessages(ctx.db, [message.id]);
+  const attempts = message.attempts - 1;
+  const lastError = `channel paused, not counted as an attempt: ${reason}`.slice(
+    0,
+    MAX_ERROR_LENGTH,
+  );
+  await ctx.db.execute(sql`
+    UPDATE messages SET status = 'retrying', attempts = ${attempts}, claimed_until = NULL,
+      first_job_id = NULL, last_error = ${lastError},
+      next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}), updated_at = now()
+    WHERE id = ${message.id} AND status IN ('pending', 'retrying')`);
+  await deliverQueue(ctx.queues, message.channel).add(
+    DELIVER_JOB,
+    { messageIds: [message.id] } satisfies DeliverPayload,
+    { jobId: `${deliverJobId(message.id, attempts)}_p${ctx.now().getTime()}`, delay: waitMs },
+  );
+  jobLog.debug(
+    { messageId: message.id, channel: message.channel, waitMs },
+    'message waits for its channel',
+  );
+  return 'waiting';
 }
 
 async function recordFailure(

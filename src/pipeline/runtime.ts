@@ -1,3 +1,4 @@
+import { ChannelPause } from '../channels/channel-pause.js';
 import { createMailer } from '../channels/email.js';
 import { createRobotRateLimiter } from '../channels/robot-rate-limit.js';
 import { createRobotSender } from '../channels/robot.js';
@@ -132,6 +133,7 @@ export function createRuntime(
       logger,
     }),
   };
+  const now = options.now ?? (() => new Date());
   const ctx: PipelineContext = {
     config,
     db: database.db,
@@ -141,7 +143,8 @@ export function createRuntime(
     mailer,
     webhooks,
     robots,
-    now: options.now ?? (() => new Date()),
+    emailPause: new ChannelPause(now),
+    now,
     random: Math.random,
     ...(options.onUpstreamResult ? { onUpstreamResult: options.onUpstreamResult } : {}),
     ...(options.metrics ? { metrics: options.metrics } : {}),

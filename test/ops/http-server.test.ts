@@ -10,6 +10,7 @@ const report = (status: HealthStatus): HealthReport => ({
     redis: { status: 'ok', latencyMs: 1 },
     lastCycle: { status, finishedAt: null, ageSeconds: null, latest: null, reason: null },
     upstream: { status: 'ok', state: 'ok', reason: null, since: null, retryAt: null },
+    email: { status: 'ok', paused: false, reason: null, since: null, retryAt: null },
   },
 });
 

@@ -1,6 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
+import { evaluateHealth, httpStatusFor } from '../../src/ops/health.js';
+import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
@@ -28,6 +30,7 @@ interface LedgerRow {
 const HANGZHOU = '101210101';
 const NANJING = '101190101';
 const XIAN = '101110101';
+const GUANGZHOU = '101280101';
 
 describe('email deliveries', () => {
   let h: PipelineHarness;
@@ -173,5 +176,78 @@ describe('email deliveries', () => {
     expect(await deliverOne(rt.ctx, dead!.message_id)).toBe('skipped');
     expect((await rowsAt(XIAN))[0]).toMatchObject({ status: 'dead', attempts: 1 });
     expect(h.smtp.messages).toHaveLength(0);
+  });
+
+  it('pauses the channel while the server refuses the login (535): nothing dies, one login per pause', async () => {
+    await h.addPlace(GUANGZHOU, '广州');
+    await h.addEmailSubscriber('desk1@example.com', [GUANGZHOU], {}, 'none');
+    await h.addEmailSubscriber('desk2@example.com', [GUANGZHOU], {}, 'none');
+    h.sim.setWarnings(GUANGZHOU, [
+      v7Warning({ locationId: GUANGZHOU, seq: 1, typeCode: '1001', level: '红色' }),
+    ]);
+    // The clock of this runtime moves only when the test says so.
+    let now = Date.now();
+    const paused = h.runtime(
+      { SMTP_URL: h.smtp.url.replace('smtp://', 'smtp://qwn:wrong-password@') },
+      { now: () => new Date(now) },
+    );
+    try {
+      h.smtp.refuseLogins(true);
+      const summary = await runCycleOnce(paused.ctx, paused.redis, { timeoutMs: 30_000 });
+      expect(summary.ok).toBe(true);
+      const refused = await rowsAt(GUANGZHOU);
+      expect(refused).toHaveLength(2);
+      for (const row of refused) {
+        // Waiting, no attempt counted: a refused login says nothing about the message.
+        expect(row).toMatchObject({ status: 'retrying', attempts: 0 });
+        expect(row.last_error).toMatch(
+          /^channel paused, not counted as an attempt: SMTP server refused the login \(535\)/,
+        );
+      }
+      expect(h.smtp.messages).toHaveLength(0);
+      const loginsWhileRefused = h.smtp.logins;
+      expect(loginsWhileRefused).toBeGreaterThanOrEqual(1);
+      expect(paused.ctx.emailPause.snapshot()).toMatchObject({ paused: true });
+      const report = evaluateHealth({
+        now: new Date(now),
+        startedAt: new Date(now),
+        pollIntervalSeconds: 300,
+        postgres: { ok: true, latencyMs: 1 },
+        redis: { ok: true, latencyMs: 1 },
+        cycles: { lastSuccessAt: new Date(now), latest: null },
+        upstream: new UpstreamMonitor().snapshot(),
+        email: paused.ctx.emailPause.snapshot(),
+      });
+      expect(report.status).toBe('degraded');
+      expect(report.checks.email.reason).toContain('refused the login');
+      expect(httpStatusFor(report)).toBe(200);
+
+      // Due again in the ledger, but the pause is not over: no login is tried.
+      const makeDue = () =>
+        h.database.db.execute(
+          sql`UPDATE messages SET next_attempt_at = now()
+              WHERE id = ANY(${sql.param(refused.map((r) => r.message_id))}::uuid[])`,
+        );
+      await makeDue();
+      expect(await deliverOne(paused.ctx, refused[0]!.message_id)).toBe('waiting');
+      expect(h.smtp.logins).toBe(loginsWhileRefused);
+
+      // The operator fixes the password; the pause ends; each message goes out once.
+      h.smtp.refuseLogins(false);
+      now += 31_000;
+      await makeDue();
+      for (const row of refused) expect(await deliverOne(paused.ctx, row.message_id)).toBe('sent');
+      expect((await rowsAt(GUANGZHOU)).map((r) => [r.status, r.attempts])).toEqual([
+        ['sent', 1],
+        ['sent', 1],
+      ]);
+      expect(h.smtp.messages.map((m) => m.envelope.to[0]).sort()).toEqual([
+        'desk1@example.com',
+        'desk2@example.com',
+      ]);
+      expect(paused.ctx.emailPause.snapshot()).toMatchObject({ paused: false, reason: null });
+    } finally {
+      await paused.close();
+    }
   });
 });

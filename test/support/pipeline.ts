@@ -68,7 +68,7 @@ export interface PipelineHarness {
   readonly env: Record<string, string>;
   readonly config: Config;
   /** An in-process runtime on the same parts (closed with the harness). */
-  runtime(overrides?: Record<string, string>): Runtime;
+  runtime(overrides?: Record<string, string>, options?: { now?: () => Date }): Runtime;
   /** A runtime whose upstream results feed a monitor that gates its calls, as the worker's. */
   monitoredRuntime(logger?: Logger): { runtime: Runtime; monitor: UpstreamMonitor };
   addPlace(id: string, name: string, tz?: string): Promise<void>;
@@ -163,11 +163,11 @@ export async function startPipelineHarness(
     prefix,
     env,
     config,
-    runtime(overrides = {}) {
+    runtime(overrides = {}, options = {}) {
       const runtime = createRuntime(
         loadConfig({ ...env, ...overrides }),
         createLogger(overrides.LOG_LEVEL ?? 'silent'),
-        { database },
+        { database, ...options },
       );
       runtimes.push(runtime);
       return runtime;
