@@ -14,7 +14,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig(readEnvironment());
-  if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL');
+  if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, {
     poolSize: 1,
     applicationName: 'qwn migrate',

@@ -6,6 +6,7 @@ import type { WebhookSender } from '../channels/webhook.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import type { Logger } from '../logger.js';
+import type { OutageLog } from '../ops/outage-log.js';
 import type { QWeatherClient } from '../qweather/client.js';
 import type { QueueName, Queues } from './queues.js';
 
@@ -25,6 +26,8 @@ export interface PipelineContext {
   readonly robots: { readonly limiter: RobotRateLimiter; readonly sender: RobotSender };
   /** Paused while the SMTP server refuses the login (src/channels/channel-pause.ts). */
   readonly emailPause: ChannelPause;
+  /** Redis connection failures, logged once per outage (src/ops/outage-log.ts). */
+  readonly redisOutage: OutageLog;
   /** The clock, passed in so that tests can fix it. */
   readonly now: () => Date;
   readonly random: () => number;

@@ -6,6 +6,7 @@ import { createWebhookSender } from '../channels/webhook.js';
 import { MissingSettingError, type Config } from '../config.js';
 import { openPostgres, type Database } from '../db/client.js';
 import { registerSecret, type Logger } from '../logger.js';
+import { OutageLog } from '../ops/outage-log.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { legacyHostWarning } from '../qweather/hosts.js';
 import type { JobObserver, PipelineContext, UpstreamGate } from './context.js';
@@ -111,7 +112,9 @@ export function createRuntime(
       idleTimeoutMs: (config.pollIntervalSeconds + 60) * 1000,
     });
   const redis = createRedis(config.redisUrl);
-  redis.on('error', (err) => logger.error({ err }, 'redis connection error'));
+  const redisOutage = new OutageLog(logger, 'redis');
+  redis.on('error', (err) => redisOutage.failed(err));
+  redis.on('ready', () => redisOutage.recovered());
   const queues = createQueues(redis, config.queuePrefix);
   // Each Queue re-emits its connection's errors, and BullMQ prints them with console.error
   // when nobody listens: the connection's listener above has logged them already, once.
@@ -144,6 +147,7 @@ export function createRuntime(
     webhooks,
     robots,
     emailPause: new ChannelPause(now),
+    redisOutage,
     now,
     random: Math.random,
     ...(options.onUpstreamResult ? { onUpstreamResult: options.onUpstreamResult } : {}),

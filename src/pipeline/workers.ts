@@ -1,6 +1,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { isConnectionError } from '../ops/outage-log.js';
 import type { PipelineContext } from './context.js';
 import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
@@ -134,8 +135,12 @@ export function startWorkers(
           : {}),
       },
     );
-    // Without an 'error' listener a Redis hiccup would surface as an unhandled error.
-    worker.on('error', (err) => ctx.logger.error({ err, queue: name }, 'worker error'));
+    // Without an 'error' listener a Redis hiccup would surface as an unhandled error; a lost
+    // connection is the outage log's to say, once.
+    worker.on('error', (err) => {
+      if (isConnectionError(err)) ctx.redisOutage.failed(err, { queue: name });
+      else ctx.logger.error({ err, queue: name }, 'worker error');
+    });
     worker.on('failed', (job, err) =>
       failures.failed({ queue: name, jobId: job?.id, attempt: job?.attemptsMade }, err),
     );
