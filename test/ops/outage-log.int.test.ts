@@ -25,11 +25,12 @@ afterAll(async () => {
 
 describe('a Redis outage in the log', () => {
   it('is one line when it starts and one when it ends, with the failures counted', async () => {
-    const lines: { msg: string; service?: string; failures?: number }[] = [];
+    type Line = { msg: string; service?: string; failures?: number };
+    const lines: Line[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         for (const line of chunk.toString().split('\n').filter(Boolean))
-          lines.push(JSON.parse(line));
+          lines.push(JSON.parse(line) as Line);
         done();
       },
     });
