@@ -80,7 +80,7 @@ export interface TargetSeries {
  * `windowSeconds` × cores of CPU, and the bare sends of the storm's deliveries (the
  * both-channel limit, scaled to the storm's counts) take `bareSendCpuSeconds` of it; the rest
  * is all the checks, ledger, queues, rendering and signing may use. A delivery here is a send:
- * one message (a POST or an email), which may carry several notifications (INTERFACE §6).
+ * one message (a POST or an email), which may carry several notifications (docs/messages.md).
  */
 export interface RateRoom {
   windowSeconds: number;

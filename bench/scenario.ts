@@ -36,7 +36,7 @@ export interface ChannelResult {
   deliveries: number;
   /** Of them, those whose message was sent. */
   sent: number;
-  /** The messages that carry them: one email or one POST each (INTERFACE §6). */
+  /** The messages that carry them: one email or one POST each (docs/messages.md). */
   messages: number;
   messagesSent: number;
   /** From the first to the last first attempt of this channel. */
@@ -151,7 +151,7 @@ export interface ScenarioEnv {
   /**
    * `subscriber|warning id` of every notification owed so far: who was told any warning of a
    * story hears its update as such, its cancel and its end; anyone else hears the update as
-   * their first news of it, a new, and nothing of its end (INTERFACE §11).
+   * their first news of it, a new, and nothing of its end (README, promises).
    */
   told: Set<string>;
 }

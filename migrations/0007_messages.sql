@@ -1,4 +1,4 @@
--- Messages (INTERFACE §6): what is sent, carrying one or more notifications of one subscriber.
+-- Messages (docs/messages.md): what is sent, carrying one or more notifications of one subscriber.
 -- The send state (status, attempts, schedule, claim, last error) moves from the notification
 -- ledger to its message. Each existing notification becomes a message of its own under the same
 -- id, so a webhook-id or Message-ID already sent stays the same and nothing is sent again.

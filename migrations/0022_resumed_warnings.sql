@@ -1,4 +1,4 @@
--- INTERFACE §11: a warning told as ended that comes back is told as resumed, and its later end
+-- README, promises: a warning told as ended that comes back is told as resumed, and its later end
 -- told again. Its occurrence (how often it came back) is part of the event's and the
 -- notification's key, so each occurrence's `resumed` and `expired` are told once. A miss counts
 -- only in a cycle that began after the warning was last seen and after the cycle of its last

@@ -1,4 +1,4 @@
--- INTERFACE §11, late joiners: a subscription made (or widened) while warnings are in force is
+-- README, promises, late joiners: a subscription made (or widened) while warnings are in force is
 -- told them at the next cycle, through an event of its own (`in_force`), one per cycle, place
 -- and warning beside the warning's detected events. Subscriptions that exist already have been
 -- told what they were owed: only new ones start with their catch-up pending.

@@ -1,4 +1,4 @@
--- INTERFACE §11. Under QWEATHER_ALERT_SOURCE=auto, only three cycles in a row of v7 answering
+-- README, promises. Under QWEATHER_ALERT_SOURCE=auto, only three cycles in a row of v7 answering
 -- 403 "Deprecated" (or a JSON 404) switch to v1: the evidence is counted here. And an email
 -- address is one mailbox, compared without letter case: `A@X.ORG` is the subscriber `a@x.org`,
 -- so an unsubscribe holds whatever case a later seed writes. (A database holding two addresses

@@ -9,7 +9,7 @@ import {
 import { missingDevelopmentPackage, UsageError, type CommandModule } from './cli/command.js';
 
 /**
- * The `qwn` command (INTERFACE §1). Each command lives in `src/cli/<name>.ts`, loaded only
+ * The `qwn` command (docs/operations.md). Each command lives in `src/cli/<name>.ts`, loaded only
  * when used so that `qwn lookup` does not pay for BullMQ or Postgres.
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {

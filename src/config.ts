@@ -7,7 +7,7 @@ import { parseMailFrom } from './channels/mime.js';
 import { scrub } from './logger.js';
 
 /**
- * The only reader of the environment (STYLE §1). Everything else receives a `Config`.
+ * The only reader of the environment. Everything else receives a `Config`.
  * A wrong value becomes one line naming the variable; all bad variables are reported at once.
  */
 
@@ -121,7 +121,7 @@ export interface Config {
   readonly pollIntervalSeconds: number;
   readonly checkAllListed: boolean;
   readonly expireAfterMisses: number;
-  /** The least time from a warning's last sighting to the miss that ends it (INTERFACE §11). */
+  /** The least time from a warning's last sighting to the miss that ends it (README, promises). */
   readonly expireAfterSeconds: number;
   readonly checkConcurrency: number;
   readonly deliveryConcurrency: number;
@@ -131,7 +131,7 @@ export interface Config {
   readonly webhookTimeoutMs: number;
   readonly httpHost: string;
   readonly httpPort: number;
-  /** Where the worker's HTTP server is reached from outside (INTERFACE §9); no trailing slash. */
+  /** Where the worker's HTTP server is reached from outside (docs/subscribers.md); no trailing slash. */
   readonly publicUrl: string | undefined;
   readonly unsubscribeSecret: string | undefined;
   /** Finished notifications, events and poll cycles older than this are pruned. */

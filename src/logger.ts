@@ -1,7 +1,7 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 
 /**
- * The one pino root (STYLE §13). Secrets never reach a log line (DESIGN invariant 7): known
+ * The one pino root. Secrets never reach a log line (docs/design.md, invariant 7): known
  * secret fields are redacted by path, registered secret values are scrubbed from every string,
  * and URLs lose their `key=` parameter and credentials.
  */

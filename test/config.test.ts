@@ -12,7 +12,7 @@ describe('loadConfig', () => {
     expect(config.pollIntervalSeconds).toBe(300);
     expect(config.webhookAllowPrivate).toBe(false);
     expect(config.httpPort).toBe(9464);
-    // /metrics stays on this host unless the operator opens it (INTERFACE §12).
+    // /metrics stays on this host unless the operator opens it (docs/operations.md).
     expect(config.httpHost).toBe('127.0.0.1');
     expect(config.logLevel).toBe('info');
     expect(config.expireAfterMisses).toBe(2);
@@ -92,7 +92,7 @@ describe('loadConfig', () => {
     }
   });
 
-  it('refuses a MAIL_FROM that could add a header or a second sender (INTERFACE §11)', () => {
+  it('refuses a MAIL_FROM that could add a header or a second sender (README, promises)', () => {
     for (const bad of [
       'qwn <alerts@example.com>\r\nBcc: victim@evil.example',
       'qwn <alerts@example.com>\nReply-To: x@evil.example',

@@ -1,20 +1,44 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../src/config.js';
 import { useSqlClient } from './support/db.js';
 
 const readme = readFileSync('README.md', 'utf8');
+const DOCS = [
+  'README.md',
+  'BENCHMARKS.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
-function section(title: string): string {
-  const start = readme.indexOf(title);
-  if (start === -1) throw new Error(`README has no "${title}"`);
-  const next = readme.indexOf('\n#', start + title.length);
-  return readme.slice(start, next === -1 ? undefined : next);
+function section(file: string, title: string): string {
+  const text = readFileSync(file, 'utf8');
+  const start = text.indexOf(title);
+  if (start === -1) throw new Error(`${file} has no "${title}"`);
+  const next = text.indexOf('\n#', start + title.length);
+  return text.slice(start, next === -1 ? undefined : next);
 }
 
-describe('README', () => {
+describe('README and docs', () => {
+  it('stand alone: every relative link names a file of the repository, none points outside', () => {
+    for (const file of DOCS) {
+      const text = readFileSync(file, 'utf8');
+      expect(text, file).not.toMatch(/\.\.\/shared|INTERFACE §|DESIGN\.md|STYLE\.md/);
+      for (const [, target] of text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        expect(existsSync(join(dirname(file), target!)), `${file} → ${target}`).toBe(true);
+      }
+    }
+  });
+
+  it('keeps the README short: what qwn promises and how to run it', () => {
+    expect(readme.split('\n').length).toBeLessThan(300);
+  });
+
   it('documents every configuration variable the code reads, and no other', () => {
-    const table = section('## Configuration');
+    const table = section('docs/configuration.md', '# Configuration');
     const documented = new Set([...table.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1]!));
     for (const name of CONFIG_VARIABLES) expect(documented, name).toContain(name);
     const rows = [...table.matchAll(/^\| `([A-Z][A-Z0-9_]+)`/gm)].map((m) => m[1]!);
@@ -30,9 +54,9 @@ describe('README', () => {
     const sql = useSqlClient();
 
     it('runs as written and does what it says', async () => {
-      const blocks = [...section('### With SQL').matchAll(/```sql\n([\s\S]*?)```/g)].map(
-        (m) => m[1]!,
-      );
+      const blocks = [
+        ...section('docs/subscribers.md', '## With SQL').matchAll(/```sql\n([\s\S]*?)```/g),
+      ].map((m) => m[1]!);
       expect(blocks.length).toBeGreaterThan(0);
       for (const block of blocks) await sql.client.query(block);
       const subscribers = await sql.client.query<{

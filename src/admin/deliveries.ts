@@ -8,7 +8,7 @@ import { CYCLE_WAIT_LIMIT_MS } from '../domain/schedule.js';
 
 /**
  * Reading the ledger for `qwn deliveries` and `qwn redeliver`: each notification with the state
- * of the message that carries it (INTERFACE §6). Plain queries over the store, no I/O of their
+ * of the message that carries it (docs/messages.md). Plain queries over the store, no I/O of their
  * own beyond the database they are handed.
  */
 

@@ -155,7 +155,7 @@ export async function redeliver(
   const eligible: string[] = [];
   for (const c of candidates) {
     if (!c.active || c.unsubscribed) {
-      // An unsubscribe is final until the person undoes it (DESIGN invariant 11).
+      // An unsubscribe is final until the person undoes it (docs/design.md, invariant 11).
       skipped.push({
         id: c.id,
         reason: 'subscriber-inactive',

@@ -43,7 +43,7 @@ function whose(subscriber: unknown): string | null {
   if (typeof name === 'string' && name.trim() !== '') return shorten(name.trim());
   if (typeof email === 'string' && email !== '') return showAddress(email);
   if (typeof webhook === 'string' && webhook !== '') return showAddress(webhook);
-  // A robot URL is a secret (INTERFACE §8): by host and fingerprint only.
+  // A robot URL is a secret (docs/messages.md): by host and fingerprint only.
   for (const vendor of ROBOT_FIELDS) {
     const url = subscriber[vendor];
     if (typeof url === 'string' && url !== '') return `${vendor} ${describeRobot(url)}`;

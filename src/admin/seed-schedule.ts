@@ -1,5 +1,5 @@
 /**
- * The seed fields that decide when a subscriber's messages leave (INTERFACE §6, §7): `group`,
+ * The seed fields that decide when a subscriber's messages leave (docs/messages.md): `group`,
  * `timezone`, `quietHours` and `maxPerHour`. Pure: what can be decided from the text alone.
  *
  * Messages follow the seed format "<field> <quoted value> <what is wrong>", so that a printed

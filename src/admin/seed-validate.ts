@@ -1,5 +1,5 @@
 /**
- * The seed file's shape and per-field rules (INTERFACE §3), without any I/O: what can be
+ * The seed file's shape and per-field rules (docs/subscribers.md), without any I/O: what can be
  * decided from the text alone. Location entries are only classified here; resolving them
  * needs the city lookup (seed-locations.ts).
  */
@@ -37,7 +37,7 @@ export type SubscriberAddress =
   | { channel: 'webhook'; url: string; secret: string | null }
   | { channel: 'robot'; vendor: RobotVendor; url: string; secret: string | null };
 
-/** The seed fields that name a chat robot (INTERFACE §8), one per vendor. */
+/** The seed fields that name a chat robot (docs/messages.md), one per vendor. */
 export const ROBOT_VENDORS: readonly RobotVendor[] = ['wecom', 'dingtalk', 'feishu'];
 
 export interface ValidSubscriber {
@@ -46,7 +46,7 @@ export interface ValidSubscriber {
   lang: Lang;
   address: SubscriberAddress;
   filter: SubscriptionFilter;
-  /** Grouping, time zone, quiet hours, rate (INTERFACE §6, §7). */
+  /** Grouping, time zone, quiet hours, rate (docs/messages.md). */
   schedule: SubscriberSchedule;
   /** Same order as the file; each entry keeps its own index for error messages. */
   locations: { index: number; entry: LocationEntry }[];
@@ -108,9 +108,9 @@ const nameEntrySchema = z.strictObject({
 const LOCATION_ID = /^(?=.*\d)[A-Za-z0-9]{1,32}$/;
 
 // The database's check constraints (src/db/schema.ts) are the floor; these rules are at least
-// as strict, so nothing the seed accepts can be refused by Postgres (DESIGN invariant 6).
+// as strict, so nothing the seed accepts can be refused by Postgres (docs/design.md, invariant 6).
 // One mailbox: none of the characters that would let the value name a second one (`,` `;`
-// `<` `>` `"`), no whitespace or control characters (INTERFACE §11).
+// `<` `>` `"`), no whitespace or control characters (README, promises).
 const MAILBOX_PART = String.raw`[^@\s,;<>"\u0000-\u001f\u007f`;
 const EMAIL = new RegExp(
   String.raw`^${MAILBOX_PART}]+@(?:${MAILBOX_PART}.]+\.)+${MAILBOX_PART}.]+$`,

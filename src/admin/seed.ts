@@ -1,6 +1,6 @@
 /**
- * `qwn seed`: make the subscribers of a seed file exist exactly as written (INTERFACE §3).
- * All or nothing (DESIGN invariant 6): every entry is validated and every place resolved
+ * `qwn seed`: make the subscribers of a seed file exist exactly as written (docs/subscribers.md).
+ * All or nothing (docs/design.md, invariant 6): every entry is validated and every place resolved
  * before the first write, and the writes happen in one transaction.
  */
 import { eq, inArray, or, sql } from 'drizzle-orm';
@@ -38,7 +38,7 @@ export type SeedResult =
       subscriptionsRemoved: number;
       /** Secrets made for new webhook subscribers: shown once, never logged. */
       generatedSecrets: { subscriber: string; secret: string }[];
-      /** Subscribers of the file who unsubscribed; left so (DESIGN invariant 11). */
+      /** Subscribers of the file who unsubscribed; left so (docs/design.md, invariant 11). */
       unsubscribed: UnsubscribedSubscriber[];
       /** What `--resubscribe` did with each address it named. */
       resubscribed: { email: string; outcome: 'resubscribed' | 'was-subscribed' }[];
@@ -365,7 +365,7 @@ async function planChanges(
     p.source.address.channel === 'robot' ? [p.source.address.url] : [],
   );
   const conditions = [
-    // A mailbox compares without letter case (INTERFACE §11), as its unique index does.
+    // A mailbox compares without letter case (README, promises), as its unique index does.
     ...(emails.length > 0
       ? [
           inArray(
@@ -485,7 +485,7 @@ async function planChanges(
     if (current.lang !== source.lang) fields.lang = source.lang;
     // A field removed from the file clears its column: the file is the whole truth.
     if (!sameSchedule(current, source.schedule)) Object.assign(fields, source.schedule);
-    // Never cleared here: only `--resubscribe` undoes an unsubscribe (DESIGN invariant 11).
+    // Never cleared here: only `--resubscribe` undoes an unsubscribe (docs/design.md, invariant 11).
     if (
       current.unsubscribedAt !== null &&
       current.email !== null &&
@@ -576,7 +576,7 @@ const ENGLISH_LOOKUPS = 4;
 
 /**
  * The upstream's English names (`lang=en`) of the places English subscribers watch, so their
- * messages name the place in English (INTERFACE §11). A lookup that fails leaves the Chinese
+ * messages name the place in English (README, promises). A lookup that fails leaves the Chinese
  * name: a missing translation never refuses a seed.
  */
 async function englishPlaceNames(

@@ -1,5 +1,5 @@
 /**
- * The one-click unsubscribe endpoint (INTERFACE §9, RFC 8058), served by the worker's HTTP
+ * The one-click unsubscribe endpoint (docs/subscribers.md, RFC 8058), served by the worker's HTTP
  * server at `/unsubscribe/TOKEN`:
  *
  * - `POST` with `List-Unsubscribe=One-Click` (form-encoded or multipart) unsubscribes at once

@@ -3,7 +3,7 @@ import net, { type LookupFunction } from 'node:net';
 import { buildConnector } from 'undici';
 
 /**
- * The SSRF guard for webhook targets (DESIGN § Choices). A subscriber's URL must not reach the
+ * The SSRF guard for webhook targets (docs/design.md). A subscriber's URL must not reach the
  * worker's own network: loopback, private, link-local, CGNAT, multicast and cloud metadata
  * addresses are refused unless WEBHOOK_ALLOW_PRIVATE is set. The check runs on the addresses
  * a hostname resolves to, inside the connector, so a DNS answer that changes between a check

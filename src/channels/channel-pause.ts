@@ -4,7 +4,7 @@
  * into the dead letters and hammer the server with logins (some lock the account). Instead the
  * process pauses the channel: messages wait without counting an attempt, one login is tried per
  * pause, and the pause grows from 30 s to 5 min until the server takes the login again
- * (INTERFACE §12). `/healthz` reports it as degraded, `/metrics` as `qwn_channel_paused`.
+ * (docs/operations.md). `/healthz` reports it as degraded, `/metrics` as `qwn_channel_paused`.
  */
 
 export interface PauseSnapshot {

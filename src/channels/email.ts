@@ -6,8 +6,8 @@ import { startDeadline } from './deadline.js';
 import { composeMime, MimeHeaderError, parseMailFrom } from './mime.js';
 
 /**
- * Email deliveries (INTERFACE §5) over pooled SMTP. SMTP replies are classified here
- * (STYLE §4): 4xx means later, 5xx means never; a connection that fails or stalls means later.
+ * Email deliveries (docs/messages.md) over pooled SMTP. SMTP replies are classified here
+ *: 4xx means later, 5xx means never; a connection that fails or stalls means later.
  */
 
 export class EmailError extends Error {

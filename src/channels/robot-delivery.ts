@@ -2,7 +2,7 @@ import type { RobotRateLimiter } from './robot-rate-limit.js';
 import { RobotError, type RobotMessage, type RobotSender, type RobotTarget } from './robot.js';
 
 /**
- * One attempt at a robot message with the robot's limits kept (INTERFACE §7): a slot is taken
+ * One attempt at a robot message with the robot's limits kept (docs/messages.md): a slot is taken
  * first; without one, nothing is posted and the message waits (and may take in what comes
  * meanwhile). A vendor's rate-limit answer holds the robot for every worker for the vendor's lock
  * period and is told the same way. Every other failure is thrown as the sender classified it.

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RobotVendor } from '../domain/robot-render.js';
 
 /**
- * A chat robot's URL is both its identity and its only credential (INTERFACE §8): WeCom's `key`,
+ * A chat robot's URL is both its identity and its only credential (docs/messages.md): WeCom's `key`,
  * DingTalk's `access_token` and Feishu's hook path let anyone post into the group. Logs, errors
  * and the CLI name a robot by its host and a short fingerprint of the whole URL instead.
  */

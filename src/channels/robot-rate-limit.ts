@@ -4,7 +4,7 @@ import type { RobotVendor } from '../domain/robot-render.js';
 import { robotKey } from './robot-identity.js';
 
 /**
- * The robots' own rate limits (INTERFACE §7), kept across every worker process: a sliding-window
+ * The robots' own rate limits (docs/messages.md), kept across every worker process: a sliding-window
  * log per robot and window in Redis, checked and recorded by one Lua script, so two workers can
  * never both take the last slot. Time is Redis's own clock (TIME), so workers whose clocks
  * disagree still count the same window. A robot that answered "rate-limited" is held for the

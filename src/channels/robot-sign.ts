@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 /**
- * Robot signatures (INTERFACE §8). The two vendors use the same string to sign and opposite
+ * Robot signatures (docs/messages.md). The two vendors use the same string to sign and opposite
  * roles for it: DingTalk keys the HMAC with the secret and signs the string; Feishu keys the
  * HMAC with the string and signs nothing.
  */

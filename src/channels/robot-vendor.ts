@@ -83,7 +83,7 @@ export function readCode(
 }
 
 /**
- * An HTTP 200 whose body has no code: not a success (INTERFACE §8), and retrying would post
+ * An HTTP 200 whose body has no code: not a success (docs/messages.md), and retrying would post
  * again to a vendor that may have shown it (WeCom and Feishu have no idempotency key), so the
  * message goes to the dead letters with the reason.
  */

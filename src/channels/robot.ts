@@ -19,8 +19,8 @@ import { USER_AGENT } from './webhook.js';
 import { wecom } from './wecom.js';
 
 /**
- * Chat-robot deliveries (INTERFACE §8): one POST per attempt of one message, classified on the
- * spot (STYLE §4). Success is code 0 in an HTTP 200 body and nothing else. Like webhooks, posts
+ * Chat-robot deliveries (docs/messages.md): one POST per attempt of one message, classified on the
+ * spot. Success is code 0 in an HTTP 200 body and nothing else. Like webhooks, posts
  * go through the SSRF guard and never follow redirects. The robot URL is a secret: errors and
  * log lines name the robot by host and fingerprint (`describeRobot`), never by its URL.
  */

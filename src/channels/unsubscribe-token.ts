@@ -1,5 +1,5 @@
 /**
- * Unsubscribe links (INTERFACE §9, RFC 8058). The link alone must identify the subscription and
+ * Unsubscribe links (docs/subscribers.md, RFC 8058). The link alone must identify the subscription and
  * be impossible to forge: a mailbox provider POSTs to it with no cookie and no other context.
  *
  * A token is `<subscriber id>.<mac>`, both base64url (URL-safe, no padding): the id's 16 bytes,

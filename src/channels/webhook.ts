@@ -15,8 +15,8 @@ import {
 import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /**
- * Webhook deliveries (INTERFACE §4): one signed POST per attempt, classified on the spot
- * (STYLE §4). 2xx is success; 410 means the endpoint is gone; everything else, a timeout or a
+ * Webhook deliveries (docs/messages.md): one signed POST per attempt, classified on the spot
+ *. 2xx is success; 410 means the endpoint is gone; everything else, a timeout or a
  * refused connection is worth another attempt later. Redirects are never followed: the signed
  * body must not travel to a place the subscriber did not register.
  */

@@ -130,7 +130,7 @@ function deliveriesJson(rows: readonly DeliveryListing[]): string {
   );
 }
 
-/** `qwn deliveries`: the notifications and their messages, newest first (INTERFACE §1, §6). */
+/** `qwn deliveries`: the notifications and their messages, newest first (docs/operations.md). */
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseCommandLine(
     argv,

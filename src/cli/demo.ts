@@ -35,7 +35,7 @@ function timestamp(now: Date): string {
 }
 
 /**
- * `qwn demo` (INTERFACE §1): the whole pipeline on built-in defaults. Exit 0 when the story ran
+ * `qwn demo` (docs/operations.md): the whole pipeline on built-in defaults. Exit 0 when the story ran
  * to its end, 1 when something it needs is missing or a cycle failed, 130 on SIGINT.
  */
 export async function run(argv: string[]): Promise<number> {

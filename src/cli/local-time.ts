@@ -1,5 +1,5 @@
 /**
- * Times as an operator reads and types them at a terminal (INTERFACE §12): in the zone of the
+ * Times as an operator reads and types them at a terminal (docs/operations.md): in the zone of the
  * process (`TZ`, else the system's), always with the offset written out so that a table pasted
  * elsewhere still says which instant it means.
  */

@@ -5,7 +5,7 @@ import { parseCommandLine } from './command.js';
 const USAGE =
   'usage: qwn lookup <text|Location ID|lon,lat|ADCode> [--adm A] [--range cn] [--number N] [--lang L] [--json]';
 
-/** `qwn lookup`: the city lookup as a table (INTERFACE §1). */
+/** `qwn lookup`: the city lookup as a table (docs/operations.md). */
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,

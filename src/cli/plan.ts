@@ -10,7 +10,7 @@ import { formatTable } from './table.js';
 const USAGE = 'usage: qwn plan [--json]';
 
 /**
- * `qwn plan` (INTERFACE §10): what the current subscriptions and settings cost upstream, in v7
+ * `qwn plan` (docs/configuration.md): what the current subscriptions and settings cost upstream, in v7
  * (a quiet day and a storm that lists every watched place) and in v1, and the month's price at
  * QWeather's published tiers (src/domain/plan.ts).
  */

@@ -13,7 +13,7 @@ const USAGE = [
   '       qwn poi --near <lon,lat> [--radius KM] [--type scenic] [--number N] [--lang L] [--json]',
 ].join('\n');
 
-/** `qwn poi`: POI search by name, or around a point (INTERFACE §1). */
+/** `qwn poi`: POI search by name, or around a point (docs/operations.md). */
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,

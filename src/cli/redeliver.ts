@@ -83,7 +83,7 @@ function parse(argv: string[]) {
 }
 
 /**
- * `qwn redeliver`: sends ledger rows again under their own ids (INTERFACE §1, §4). By default
+ * `qwn redeliver`: sends ledger rows again under their own ids (docs/operations.md). By default
  * it runs deliver workers in the foreground until each row has had its attempt and prints the
  * outcome; `--enqueue-only` leaves the sending to a running `qwn worker`.
  */

@@ -13,7 +13,7 @@ import { parseCommandLine, UsageError } from './command.js';
 const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run] [--resubscribe <email>]...';
 
 /**
- * `qwn seed <file> [--dry-run] [--resubscribe <email>]...` (INTERFACE §1, §3, §9): exit 0 when
+ * `qwn seed <file> [--dry-run] [--resubscribe <email>]...` (docs/operations.md): exit 0 when
  * applied, 1 on any problem. An unsubscribed subscriber stays so unless named by --resubscribe.
  */
 export async function run(argv: string[]): Promise<number> {

@@ -4,7 +4,7 @@ import { parseCommandLine } from './command.js';
 
 const USAGE = 'usage: qwn top [--range world|cn|…] [--number N] [--lang L] [--json]';
 
-/** `qwn top`: popular cities (INTERFACE §1). */
+/** `qwn top`: popular cities (docs/operations.md). */
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,

@@ -15,7 +15,7 @@ interface Shown {
   warnings: Warning[];
 }
 
-/** `qwn warnings`: the warnings in force at one place (INTERFACE §1). */
+/** `qwn warnings`: the warnings in force at one place (docs/operations.md). */
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
@@ -38,7 +38,7 @@ export async function run(argv: string[]): Promise<number> {
       config.qweather.alertSource === 'v1'
         ? await fromV1(client, location, lang)
         : await fromV7(client, location, lang).catch((err: unknown) => {
-            // auto (the default) follows QWeather to v1 once v7 is retired (INTERFACE §10).
+            // auto (the default) follows QWeather to v1 once v7 is retired (docs/configuration.md).
             if (config.qweather.alertSource === 'auto' && isRetiredEndpoint(err)) {
               return fromV1(client, location, lang);
             }

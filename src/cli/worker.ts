@@ -85,7 +85,7 @@ export async function run(argv: string[]): Promise<number> {
     throw err;
   }
 
-  // Production hygiene (STYLE §12): nothing dies silently or unstructured.
+  // Production hygiene: nothing dies silently or unstructured.
   const onRejection = (reason: unknown) => logger.error({ err: reason }, 'unhandled rejection');
   const onException = (err: Error) => {
     logger.fatal({ err }, 'uncaught exception, exiting');
@@ -219,7 +219,7 @@ async function refuseToStartBroken(db: Runtime['ctx']['db'], config: Config): Pr
 
 /**
  * Without both settings emails carry no List-Unsubscribe at all: a header pointing at a mailbox
- * nobody reads would promise an unsubscribe that never happens (INTERFACE §9).
+ * nobody reads would promise an unsubscribe that never happens (docs/subscribers.md).
  */
 function warnWithoutUnsubscribe(config: Config, logger: Logger): void {
   const missing = [

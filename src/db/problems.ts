@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import { MIGRATIONS_FOLDER } from './client.js';
 
 /**
- * Database failures as an operator reads them (INTERFACE §12): what went wrong and what to do,
+ * Database failures as an operator reads them (docs/operations.md): what went wrong and what to do,
  * never the SQL text or its parameters, which carry subscribers' addresses and webhook URLs.
  */
 

@@ -18,7 +18,7 @@ import {
 } from 'drizzle-orm/pg-core';
 
 /**
- * The store. Postgres is the truth (DESIGN invariant 1); Redis only carries job ids. Check
+ * The store. Postgres is the truth (docs/design.md, invariant 1); Redis only carries job ids. Check
  * constraints repeat the seed file's rules so that an admin editing with SQL cannot put the
  * state into a shape the code would refuse (invariant 6).
  */
@@ -72,7 +72,7 @@ export const subscribers = pgTable(
     webhookUrl: text('webhook_url').unique('subscribers_webhook_url_unique'),
     webhookSecret: text('webhook_secret'),
     /**
-     * A chat robot (INTERFACE §8): its vendor, its URL (identity and credential at once, never
+     * A chat robot (docs/messages.md): its vendor, its URL (identity and credential at once, never
      * logged) and the DingTalk / Feishu signing secret when the robot was created with signing.
      */
     robotKind: text('robot_kind'),
@@ -83,20 +83,20 @@ export const subscribers = pgTable(
     /** Why delivery stopped on its own (a webhook answering 410); null while healthy. */
     disabledReason: text('disabled_reason'),
     /**
-     * How notifications are combined into messages (INTERFACE §6): 'none', 'cycle' or 'window'
+     * How notifications are combined into messages (docs/messages.md): 'none', 'cycle' or 'window'
      * (with `groupWindowSeconds`); null = the channel's default (email 'cycle', webhook 'none').
      */
     groupMode: text('group_mode'),
     groupWindowSeconds: integer('group_window_seconds'),
     /** IANA time zone of the quiet hours; null = the first place's zone, else Asia/Shanghai. */
     timezone: text('timezone'),
-    /** Quiet hours, local "HH:MM" (INTERFACE §7; "HH:MM:SS" too, for demos); both null = none. */
+    /** Quiet hours, local "HH:MM" (docs/messages.md; "HH:MM:SS" too, for demos); both null = none. */
     quietFrom: text('quiet_from'),
     quietTo: text('quiet_to'),
     /** A notification at or above this level is never held by the quiet hours. */
     quietBypassLevel: text('quiet_bypass_level'),
     maxPerHour: integer('max_per_hour'),
-    /** Set by the one-click unsubscribe (INTERFACE §9); only `qwn seed --resubscribe` clears it. */
+    /** Set by the one-click unsubscribe (docs/subscribers.md); only `qwn seed --resubscribe` clears it. */
     unsubscribedAt: tstz('unsubscribed_at'),
     createdAt: tstz('created_at').notNull().defaultNow(),
     updatedAt: tstz('updated_at').notNull().defaultNow(),
@@ -174,7 +174,7 @@ export const subscriptions = pgTable(
      */
     points: text('points').array(),
     /**
-     * The next cycle tells this subscription the warnings in force at its place (INTERFACE §11,
+     * The next cycle tells this subscription the warnings in force at its place (README, promises,
      * late joiners): set when it is made, its filter changes or its subscriber resubscribes.
      */
     catchUp: boolean('catch_up').notNull().default(true),
@@ -245,7 +245,7 @@ export const alertPoints = pgTable(
   ],
 );
 
-/** Every warning seen at a place, with its tracking state (DESIGN invariants 3 and 4). */
+/** Every warning seen at a place, with its tracking state (docs/design.md invariant 3 and 4). */
 export const warnings = pgTable(
   'warnings',
   {
@@ -268,7 +268,7 @@ export const warnings = pgTable(
     /** When the cycle that counted its last miss started (src/domain/detect.ts, countsAsMiss). */
     lastMissAt: tstz('last_miss_at'),
     closedAt: tstz('closed_at'),
-    /** How often it came back after its end was told (INTERFACE §11, "Back in force"). */
+    /** How often it came back after its end was told (README, promises, "Back in force"). */
     occurrence: integer('occurrence').notNull().default(0),
   },
   (t) => [
@@ -293,7 +293,7 @@ export const warnings = pgTable(
 
 /** A poll cycle: one warning-list call and the checks it caused. */
 /**
- * The deployment's upstream source under `QWEATHER_ALERT_SOURCE=auto` (INTERFACE §10): no row
+ * The deployment's upstream source under `QWEATHER_ALERT_SOURCE=auto` (docs/configuration.md): no row
  * while v7 is served; one row once QWeather retired it, so that every worker and `poll --once`
  * poll v1 from then on. One row at most (the key is always true).
  */
@@ -313,7 +313,7 @@ export const upstreamSource = pgTable(
 );
 
 /**
- * Evidence that QWeather retired v7 (INTERFACE §11): under `auto`, the cycles in a row whose v7
+ * Evidence that QWeather retired v7 (README, promises): under `auto`, the cycles in a row whose v7
  * warning calls answered 403 "Deprecated" or a JSON 404. Three in a row switch the deployment to
  * v1; a cycle whose list call answers otherwise ends the streak (the row is deleted). One row
  * at most.
@@ -347,7 +347,7 @@ export const pollCycles = pgTable(
     planned: integer('planned').notNull().default(0),
     checked: integer('checked').notNull().default(0),
     upstreamCalls: integer('upstream_calls').notNull().default(0),
-    /** Calls with `lang=en` for English subscribers: extra to the checks (INTERFACE §11). */
+    /** Calls with `lang=en` for English subscribers: extra to the checks (README, promises). */
     englishCalls: integer('english_calls').notNull().default(0),
     upstreamErrors: integer('upstream_errors').notNull().default(0),
     eventsNew: integer('events_new').notNull().default(0),
@@ -355,11 +355,11 @@ export const pollCycles = pgTable(
     eventsCancel: integer('events_cancel').notNull().default(0),
     eventsExpired: integer('events_expired').notNull().default(0),
     eventsResumed: integer('events_resumed').notNull().default(0),
-    /** Records of the cycle's answers that could not be read (INTERFACE §11). */
+    /** Records of the cycle's answers that could not be read (README, promises). */
     skippedRecords: integer('skipped_records').notNull().default(0),
     deliveriesCreated: integer('deliveries_created').notNull().default(0),
     error: text('error'),
-    /** The warning source the cycle polled: v7 or v1 (INTERFACE §10). */
+    /** The warning source the cycle polled: v7 or v1 (docs/configuration.md). */
     source: text('source'),
     /**
      * When the cycle's "cycle" messages stopped collecting (src/pipeline/cycle-release.ts):
@@ -420,7 +420,7 @@ export const events = pgTable(
 );
 
 /**
- * The notification ledger: one row per (subscriber, warning id, event type) — DESIGN invariant 2.
+ * The notification ledger: one row per (subscriber, warning id, event type) — docs/design.md invariant 2.
  * A notification is decided once; what is sent is its message (`message_id`), which may carry
  * other notifications of the same subscriber too (invariant 8). The table keeps its first name.
  */
@@ -482,7 +482,7 @@ export const deliveries = pgTable(
 
 /**
  * What is sent: one email, one webhook POST or one chat-robot post carrying one or more notifications of one
- * subscriber (INTERFACE §6). Its id is the webhook-id and the email Message-ID, on every retry
+ * subscriber (docs/messages.md). Its id is the webhook-id and the email Message-ID, on every retry
  * and redelivery; a message of one notification takes that notification's id. `open` collects:
  * notifications of the subscriber may still join it until `next_attempt_at`, when it is due.
  * Stored with fillfactor 50 (as the ledger was, migration 0003) so that a claim is a HOT update.

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * The demo's WeCom group robot (INTERFACE §8): a loopback server at WeCom's path that checks
+ * The demo's WeCom group robot (docs/messages.md): a loopback server at WeCom's path that checks
  * the robot key and answers `errcode: 0` as WeCom does, keeping each post's markdown so the demo
  * can print what the group would see. The key is random per run: a robot URL is a secret, and
  * the demo shows the robot only by `describeRobot`.

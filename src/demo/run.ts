@@ -343,7 +343,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   }
 }
 
-/** `warning.new 湛江` from a webhook body (INTERFACE §4), whatever the body turned out to be. */
+/** `warning.new 湛江` from a webhook body (docs/messages.md), whatever the body turned out to be. */
 function describeWebhook(json: unknown): string {
   const body = json as { type?: unknown; data?: { location?: { name?: unknown } } } | undefined;
   const type = typeof body?.type === 'string' ? body.type : '(not a notification)';

@@ -5,7 +5,7 @@ export const DISPATCH_PATH = '/dispatch';
 export const TYPHOON_DESK_PATH = '/typhoon-desk';
 
 /**
- * The demo's subscribers, as a seed document (INTERFACE §3) applied by the seed code itself,
+ * The demo's subscribers, as a seed document (docs/subscribers.md) applied by the seed code itself,
  * names resolved through the simulator's city lookup like any seed file. Each one shows a
  * different part of the filters.
  */

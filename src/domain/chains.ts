@@ -2,7 +2,7 @@ import { shownLevel, type EventType, type Notification } from './render.js';
 import { levelRank, type Level } from './warning.js';
 
 /**
- * Warning chains in a message (INTERFACE §6-7): a warning and the updates and cancellations that
+ * Warning chains in a message (docs/messages.md): a warning and the updates and cancellations that
  * supersede it are one chain, and so is its expiry (same warning id). A message that carries
  * several notifications of one chain shows the chain once, in its latest state, saying what
  * changed. Email and chat-robot messages both lay out these chains.

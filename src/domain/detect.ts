@@ -2,7 +2,7 @@
  * Change detection: the warnings we track for one place, plus one upstream answer, give the
  * events to announce and the new state to store. Pure: the clock and the cycle are passed in.
  *
- * DESIGN § Invariants 3 (only a well-formed answer can end a warning, and only when it is an
+ * docs/design.md § Invariants 3 (only a well-formed answer can end a warning, and only when it is an
  * end: misses in answers of different, later cycles over a minimum time, or an end time in the
  * past; a warning told as ended that comes back is told as resumed) and 4 (update and cancel
  * follow the `related` chain).
@@ -26,7 +26,7 @@ export interface TrackedWarning {
   closedAt: Date | null;
   /**
    * How often it came back after its end was told: 0, then 1 after its first `resumed`. An
-   * occurrence's `resumed` and `expired` are told once each (INTERFACE §11, "Back in force").
+   * occurrence's `resumed` and `expired` are told once each (README, promises, "Back in force").
    */
   occurrence: number;
 }
@@ -34,7 +34,7 @@ export interface TrackedWarning {
 /**
  * A successful answer, or a failed call. `skipped`: records of the answer that could not be
  * read (src/qweather/records.ts); any one of them may be a tracked warning, so such an answer
- * says nothing about what ended (INTERFACE §11).
+ * says nothing about what ended (README, promises).
  */
 export type FetchOutcome =
   { ok: true; warnings: readonly Warning[]; skipped?: number } | { ok: false };
@@ -89,7 +89,7 @@ export interface DetectedEvent {
   occurrence: number;
   /**
    * Every earlier id of the chain known at this place, nearest first: who was told any of them
-   * was told this story (INTERFACE §11, "no end of a story they were not told"). Not stored.
+   * was told this story (README, promises, "no end of a story they were not told"). Not stored.
    */
   chain: string[];
 }
@@ -152,7 +152,7 @@ export function detectChanges(input: DetectInput): DetectResult {
       next.set(warning.id, again);
       if (previous.state === 'expired' && again.state === 'open') {
         // Back in force after its end was told: said once per reappearance, and its next end
-        // is told again (INTERFACE §11).
+        // is told again (README, promises).
         events.push(eventOf('resumed', again, []));
       }
       continue;
@@ -204,7 +204,7 @@ export function detectChanges(input: DetectInput): DetectResult {
  * Whether an answer of the cycle that started at `cycleStartedAt` without this warning is one
  * more miss: only when that cycle began after the warning was last seen and after the cycle
  * that counted its last miss. A check job of an earlier cycle that runs late, or the same
- * cycle's check again, is no new evidence (INTERFACE §11).
+ * cycle's check again, is no new evidence (README, promises).
  */
 export function countsAsMiss(entry: TrackedWarning, cycleStartedAt: Date): boolean {
   const after = Math.max(entry.lastSeen.getTime(), entry.lastMissAt?.getTime() ?? -Infinity);

@@ -1,5 +1,5 @@
 /**
- * English for English subscribers (INTERFACE §11): the upstream's own English texts where it
+ * English for English subscribers (README, promises): the upstream's own English texts where it
  * gave them (`lang=en`), else the type, level and place in English from tables and the
  * original text, marked as Chinese. Pure.
  */

@@ -1,5 +1,5 @@
 /**
- * The handover from v7 to v1 (INTERFACE §10, DESIGN invariant 10: a source change is not news).
+ * The handover from v7 to v1 (docs/configuration.md, docs/design.md invariant 10: a source change is not news).
  *
  * Weather Alert v1 gives a warning another id than v7 did. A v1 alert that matches a warning
  * still open from v7 at the same place continues it: it is tracked under the v7 id subscribers

@@ -20,7 +20,7 @@ import {
 import type { Hold } from './schedule.js';
 
 /**
- * What a message looks like (INTERFACE §6): a message of one notification is exactly the §4
+ * What a message looks like (docs/messages.md): a message of one notification is exactly the §4
  * webhook body or the §5 email; a message of several is a `warning.batch` webhook or one email
  * with a section per warning chain. Pure, like render.ts: the same message renders the same bytes
  * on every retry.
@@ -97,7 +97,7 @@ export interface EmailMessage {
 }
 
 export interface EmailOptions {
-  /** The subscriber's one-click unsubscribe URL (INTERFACE §9); shown in both parts when given. */
+  /** The subscriber's one-click unsubscribe URL (docs/subscribers.md); shown in both parts when given. */
   unsubscribeUrl?: string;
 }
 

@@ -1,5 +1,5 @@
 /**
- * What polling costs upstream (INTERFACE §10, `qwn plan`): calls per cycle, day and month for v7
+ * What polling costs upstream (docs/configuration.md, `qwn plan`): calls per cycle, day and month for v7
  * and v1, their price at QWeather's published pay-as-you-go tiers, and the v1 cycle that fits a
  * monthly budget. Pure: no I/O.
  */

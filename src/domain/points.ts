@@ -99,7 +99,7 @@ export function subscriptionPointKeys(
  * subscriber is owed `expired` only when, at every other point they watch, the alert is not open
  * (still in force there: the `expired` comes from that point when it ends there) and not closed
  * by a link (superseded or cancelled there: the update or cancel told the story, and a warning
- * closed by its chain is never reported as expired — DESIGN invariant 4). Unknown at a point
+ * closed by its chain is never reported as expired — docs/design.md invariant 4). Unknown at a point
  * (never seen there) or expired there counts as ended.
  */
 export function expiryOwedToSubscriber(statesAtOtherPoints: readonly TrackedState[]): boolean {

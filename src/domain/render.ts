@@ -1,8 +1,8 @@
 import { LEVEL_EN, parseLevel, type Level, type Warning, type WarningStatus } from './warning.js';
 
 /**
- * What a subscriber receives, as plain data: the webhook body (INTERFACE §4) and the email's
- * subject, text and HTML (INTERFACE §5). Pure: the clock and the time zone come in with the
+ * What a subscriber receives, as plain data: the webhook body (docs/messages.md) and the email's
+ * subject, text and HTML (docs/messages.md). Pure: the clock and the time zone come in with the
  * notification, so the same delivery row always renders the same message.
  */
 
@@ -25,7 +25,7 @@ export interface Notification {
   /** v1: the answer's `metadata.attributions`, shown after `attribution`; absent for v7. */
   readonly attributions?: readonly string[];
   readonly lang: 'zh' | 'en';
-  /** A late joiner's `new`: the warning was in force when they subscribed (INTERFACE §11). */
+  /** A late joiner's `new`: the warning was in force when they subscribed (README, promises). */
   readonly inForceWhenSubscribed?: boolean;
   /**
    * An English subscriber's warning whose text the upstream gave only in Chinese: shown as the
@@ -59,7 +59,7 @@ export interface WebhookWarning {
   textLanguage?: 'zh';
 }
 
-/** The fields a v1 alert adds to `data.warning` (docs/v1.md); v7 bodies stay as INTERFACE §4. */
+/** The fields a v1 alert adds to `data.warning` (docs/v1.md); v7 bodies stay as docs/messages.md. */
 export interface WebhookV1Fields {
   source: 'v1';
   /** `color.code`, lower-case: white, blue, green, yellow, orange, red, black. */
@@ -101,7 +101,7 @@ export function shownLevel(warning: Warning): Level {
   return parseLevel(warning.color) ?? 'unknown';
 }
 
-/** The body of a webhook delivery, exactly as INTERFACE §4 describes it. */
+/** The body of a webhook delivery, exactly as docs/messages.md describes it. */
 export function webhookPayload(n: Notification): WebhookBody {
   const w = n.warning;
   return {

@@ -1,5 +1,5 @@
 /**
- * The delivery retry schedule (DESIGN § Choices): exponential backoff with jitter over about a
+ * The delivery retry schedule (docs/design.md): exponential backoff with jitter over about a
  * day, honouring a receiver's Retry-After within bounds. Pure: randomness and the clock come in.
  */
 

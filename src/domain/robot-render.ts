@@ -3,7 +3,7 @@ import { formatTime, type Notification } from './render.js';
 import { levelRank, parseLevel, type Level, type Warning } from './warning.js';
 
 /**
- * What a chat robot posts (INTERFACE §8): one message carrying one or more notifications of one
+ * What a chat robot posts (docs/messages.md): one message carrying one or more notifications of one
  * subscriber, as the vendor's JSON body. Pure: the same notifications and message id always give
  * the same body. Signing fields (Feishu `timestamp`/`sign`) are added by the sender.
  *

@@ -1,7 +1,7 @@
 import { levelRank, type Level } from './warning.js';
 
 /**
- * The message scheduler (INTERFACE §6-7): where a new notification goes — into an open message of
+ * The message scheduler (docs/messages.md): where a new notification goes — into an open message of
  * its subscriber, or into a new message due at a given time — under the subscriber's grouping,
  * quiet hours and hourly limit. Pure: the clock, the subscriber's open messages and its recent
  * send times come in; the pipeline does the reading and writing.
@@ -57,7 +57,7 @@ export interface DeliveryPrefs {
 
 export type Hold = 'cycle' | 'window' | 'quiet' | 'throttle';
 
-/** A 'cycle' message never waits more than this after its first notification (INTERFACE §6). */
+/** A 'cycle' message never waits more than this after its first notification (docs/messages.md). */
 export const CYCLE_WAIT_LIMIT_MS = 60_000;
 /** An open message due sooner than this is not joined: a sender may be taking it already. */
 export const JOIN_MARGIN_MS = 2_000;
@@ -86,7 +86,7 @@ export type Placement =
   { join: string } | { create: { hold: Hold | null; sendAt: Date; cycleId: string | null } };
 
 /**
- * Default grouping per channel (INTERFACE §6): an email and a chat robot collect their cycle, a
+ * Default grouping per channel (docs/messages.md): an email and a chat robot collect their cycle, a
  * webhook does not.
  */
 export function defaultGroup(channel: 'email' | 'webhook' | 'robot'): GroupMode {

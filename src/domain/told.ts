@@ -1,7 +1,7 @@
 import type { EventType } from './detect.js';
 
 /**
- * Who hears what of a warning's story (INTERFACE §11, DESIGN invariant 12): nobody is told an
+ * Who hears what of a warning's story (README, promises, docs/design.md invariant 12): nobody is told an
  * update, cancel or end of a warning they were not told, and a subscriber's first message about
  * a warning is a `new`. Pure: the caller reads what each subscriber was told from the ledger.
  */

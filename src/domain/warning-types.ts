@@ -1,7 +1,7 @@
 /**
  * QWeather's warning types (its public "alert events" list, codes 1001–1086 as of 2026), with
  * the Chinese names the upstream uses and English names: what a subscriber may write in
- * `types` (INTERFACE §11), and what an English message calls a type the upstream named only in
+ * `types` (README, promises), and what an English message calls a type the upstream named only in
  * Chinese. Records are never required to carry a known code: the upstream adds types without
  * notice (notes: "never require a code to be known").
  */

@@ -10,7 +10,7 @@ import { httpStatusFor, type HealthReport } from './health.js';
 
 /**
  * `GET /healthz` and `GET /metrics` on HTTP_PORT, and `/unsubscribe/TOKEN` when an unsubscribe
- * endpoint is given (INTERFACE §9); nothing else is served.
+ * endpoint is given (docs/subscribers.md); nothing else is served.
  */
 
 export interface OpsServerOptions {

@@ -86,7 +86,7 @@ const UPSTREAM_ERROR_KINDS = [
   'error',
 ] as const;
 
-/** The outcome label of an upstream call: the error's class, never its message (STYLE §4). */
+/** The outcome label of an upstream call: the error's class, never its message. */
 export function upstreamOutcome(error: unknown): string {
   if (error === null || error === undefined) return 'ok';
   if (error instanceof UpstreamCircuitOpenError) return 'held_back';

@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.js';
 
 /**
- * One log line per change of a connection's state, not one per retry (INTERFACE §12): during a
+ * One log line per change of a connection's state, not one per retry (docs/operations.md): during a
  * Redis outage ioredis reconnects every few hundred milliseconds and every BullMQ worker's
  * connection reports each failure, hundreds of lines that bury the one that matters. The first
  * failure is logged with its error; the rest are counted and said in the line that reports the

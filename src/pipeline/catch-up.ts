@@ -22,7 +22,7 @@ import type { PolledSource } from './upstream-source.js';
 import type { WarningRow } from './warning-store.js';
 
 /**
- * Late joiners (INTERFACE §11): a subscription made, widened or brought back while warnings are
+ * Late joiners (README, promises): a subscription made, widened or brought back while warnings are
  * in force at its place is told them at the next cycle, as `warning.new` with
  * `inForceWhenSubscribed`. Detection tells only what changes, so without this a new desk heard
  * nothing of a red warning until its all-clear. Each cycle's poll takes the subscriptions whose

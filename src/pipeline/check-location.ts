@@ -72,7 +72,7 @@ export type CheckPayload = z.infer<typeof checkPayload>;
 /**
  * Writes a detection: the tracked warnings, the events and, for each event new to the store,
  * one delivery row per subscriber whose filters let it through. The unique constraints make a repeated event or delivery a no-op
- * (DESIGN invariant 2), whatever ran before.
+ * (docs/design.md, invariant 2), whatever ran before.
  */
 async function writeDetection(
   tx: Tx,
@@ -160,7 +160,7 @@ async function writeDetection(
 /**
  * The (subscriber, warning id) pairs, as `subscriber\0warning`, for which a warning that ended
  * at `placeId` is still tracked at another place the subscriber watches and not ended there
- * (`expiryOwedToSubscriber`): its end there will be their all-clear (INTERFACE §11).
+ * (`expiryOwedToSubscriber`): its end there will be their all-clear (README, promises).
  */
 async function notEndedElsewhere(
   tx: Tx,
@@ -266,11 +266,11 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
       );
     }
   } catch (err) {
-    // A failed call is never read as "the warning ended" (DESIGN invariant 3): detection does
+    // A failed call is never read as "the warning ended" (docs/design.md, invariant 3): detection does
     // not run, and the stored state stays as it was.
     fetch = { ok: false };
     if (ctx.config.qweather.alertSource === 'auto' && isV7Retirement(err)) {
-      // QWeather retired v7 (INTERFACE §10-11): evidence for this cycle; after three cycles in
+      // QWeather retired v7 (docs/configuration.md): evidence for this cycle; after three cycles in
       // a row the next cycle polls v1.
       await weighRetirement(ctx.db, log, { cycleId, operation: 'warningNow', err, now: ctx.now() });
     } else {

@@ -17,7 +17,7 @@ export interface CheckOutcome {
   events: Record<EventType, number>;
   /** Delivery rows this check created (their jobs are enqueued after the commit). */
   deliveries: number;
-  /** Records of the answer that could not be read (INTERFACE §11). */
+  /** Records of the answer that could not be read (README, promises). */
   skippedRecords: number;
 }
 

@@ -400,7 +400,7 @@ export async function runCheckPoint(
     answer = { tag: result.tag, attributions: result.attributions };
     ctx.onUpstreamResult?.(OPERATION, null);
   } catch (err) {
-    // DESIGN invariant 3: a failed call says nothing; the stored state stays as it was.
+    // docs/design.md invariant 3: a failed call says nothing; the stored state stays as it was.
     fetch = { ok: false };
     ctx.onUpstreamResult?.(OPERATION, err);
     // Held back by the upstream circuit (src/ops/upstream.ts): the refusal that opened it was

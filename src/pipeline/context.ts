@@ -12,7 +12,7 @@ import type { QueueName, Queues } from './queues.js';
 
 /**
  * Everything a job touches, built once by the composition root (the CLI command) and handed to
- * every processor (STYLE §8). Tests hand in real adapters pointed at test servers.
+ * every processor. Tests hand in real adapters pointed at test servers.
  */
 export interface PipelineContext {
   readonly config: Config;
@@ -22,7 +22,7 @@ export interface PipelineContext {
   readonly logger: Logger;
   readonly mailer: Mailer;
   readonly webhooks: WebhookSender;
-  /** Chat robots (INTERFACE §8): the sender, and their rate limits shared by every worker. */
+  /** Chat robots (docs/messages.md): the sender, and their rate limits shared by every worker. */
   readonly robots: { readonly limiter: RobotRateLimiter; readonly sender: RobotSender };
   /** Paused while the SMTP server refuses the login (src/channels/channel-pause.ts). */
   readonly emailPause: ChannelPause;

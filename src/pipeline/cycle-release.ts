@@ -16,7 +16,7 @@ import type { CycleRelease } from './notification-ledger.js';
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
  * cycle's checks are done, or 60 s after its first notification if they are lost or slow
- * (INTERFACE §6). Its notifications name it (`cycleMessageId`) and it has no row while it
+ * (docs/messages.md). Its notifications name it (`cycleMessageId`) and it has no row while it
  * collects; the release marks the cycle released, so that no check adds to it any more, and
  * plans it into a first-attempt batch whose job sends it and whose sent mark writes its row
  * (src/pipeline/deferred-messages.ts): one row version, as for a webhook's message. A message the

@@ -81,7 +81,7 @@ const MAX_ERROR_LENGTH = 1000;
 export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): Notification {
   const record = { ...row.record, raw: null };
   // An English subscriber reads the upstream's English, else English names and the original
-  // text marked as Chinese (INTERFACE §11).
+  // text marked as Chinese (README, promises).
   const shown = lang === 'en' ? inEnglish(record) : { warning: record, textInChinese: false };
   const placeName = (lang === 'en' ? row.place_name_en : null) ?? row.place_name;
   return {
@@ -449,7 +449,7 @@ function robotTarget(message: ClaimedMessage): {
 }
 
 /**
- * A robot that cannot take the post yet (INTERFACE §7): the message is neither failed nor
+ * A robot that cannot take the post yet (docs/messages.md): the message is neither failed nor
  * dropped. It goes back to collecting ('open', hold 'throttle') until the robot can take it,
  * the attempt not counted, so what the subscriber is owed meanwhile joins it (the scheduler
  * joins a waiting 'throttle' message whatever the grouping) and goes out in the same post. When

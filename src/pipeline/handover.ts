@@ -3,7 +3,7 @@ import type { Point } from '../domain/points.js';
 import type { Tx } from './warning-store.js';
 
 /**
- * The pipeline side of the v7 → v1 handover (INTERFACE §10, DESIGN invariant 10). At its first
+ * The pipeline side of the v7 → v1 handover (docs/configuration.md, docs/design.md invariant 10). At its first
  * applied v1 check, a point takes over the warnings still open from v7 at the places whose
  * subscriptions watch it: copied into the point's tracked warnings under their v7 ids, as last
  * seen now. From then on detection at the point treats them like its own: a v1 alert that

@@ -28,7 +28,7 @@ import type { Tx } from './warning-store.js';
 
 /**
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
- * id, event type) that a subscriber's filters let through (DESIGN invariant 2), each carried by
+ * id, event type) that a subscriber's filters let through (docs/design.md, invariant 2), each carried by
  * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
  * an hourly limit gets a message per notification under the notification's own id, planned into
  * a first-attempt batch in the same statement, its row written when it is sent
@@ -60,7 +60,7 @@ export const SUBSCRIBER_DELIVERY_COLUMNS = sql.raw(`
   (coalesce(u.group_mode, CASE WHEN u.webhook_url IS NOT NULL THEN 'none' ELSE 'cycle' END) = 'cycle'
    AND u.quiet_from IS NULL AND u.max_per_hour IS NULL AND u.robot_url IS NULL) AS cycle_only`);
 
-/** Who may be told anything: active, and not unsubscribed (DESIGN invariant 11). */
+/** Who may be told anything: active, and not unsubscribed (docs/design.md, invariant 11). */
 export const SUBSCRIBER_RECEIVES = sql.raw(`u.active AND u.unsubscribed_at IS NULL`);
 
 export interface SubscriptionRow {
@@ -115,7 +115,7 @@ export function notifiedLevel(warning: Warning): Level {
 /** Bounded statements: one national storm can owe thousands of rows to one place. */
 const INSERT_CHUNK = 5000;
 
-/** A cycle whose messages a check added to: released by `dueAt` at the latest (INTERFACE §6). */
+/** A cycle whose messages a check added to: released by `dueAt` at the latest (docs/messages.md). */
 export interface CycleRelease {
   cycleId: string;
   dueAt: Date;
@@ -150,7 +150,7 @@ export async function enqueueInserted(
 
 /**
  * Inserts a check's notifications and the messages that carry them, skipping notifications
- * that exist (DESIGN invariant 2). `key` names the check (cycle and place or point), which runs
+ * that exist (docs/design.md, invariant 2). `key` names the check (cycle and place or point), which runs
  * once per cycle, so the first-attempt job ids it derives never repeat.
  */
 export async function insertNotifications(

@@ -7,7 +7,7 @@ import { schedulePoll, scheduledPollSeconds } from './workers.js';
 
 /**
  * The poll period that keeps a month's upstream calls within `QWEATHER_MONTHLY_CALLS`
- * (INTERFACE §10): POLL_INTERVAL_SECONDS, or in v1, where every watched point costs a call
+ * (docs/configuration.md): POLL_INTERVAL_SECONDS, or in v1, where every watched point costs a call
  * every cycle, just long enough to fit (src/domain/plan.ts). v7 is left alone: its cost follows
  * the storm, and a longer cycle would only delay warnings.
  */

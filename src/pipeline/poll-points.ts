@@ -15,7 +15,7 @@ export async function watchedPoints(
   mode: V1PointsMode,
 ): Promise<{
   points: string[];
-  /** The points English subscribers watch: asked in English too (INTERFACE §11). */
+  /** The points English subscribers watch: asked in English too (README, promises). */
   english: Set<string>;
   /** Active subscriptions that cannot be watched in v1: their place has no coordinates. */
   withoutCoordinates: number;

@@ -92,7 +92,7 @@ export async function runPoll(
     const retired = auto && isV7Retirement(err);
     if (retired) {
       // QWeather retired v7: after three cycles in a row saying so, the deployment follows it
-      // to v1 (INTERFACE §10-11), and this cycle polls v1 at once rather than failing. Not
+      // to v1 (docs/configuration.md), and this cycle polls v1 at once rather than failing. Not
       // reported as an upstream failure: health and the call gate would hold back the v1 calls
       // that replace it, or the v7 calls of the cycles that must confirm it.
       const switched = await weighRetirement(ctx.db, log, {
@@ -135,7 +135,7 @@ export async function runPoll(
         JOIN subscribers u ON u.id = s.subscriber_id WHERE u.active
         GROUP BY s.place_id`,
   );
-  // Asked in English too where English subscribers watch (INTERFACE §11).
+  // Asked in English too where English subscribers watch (README, promises).
   const english = new Set(watchedRows.filter((r) => r.english).map((r) => r.place_id));
   const openRows = await queryRows<{ place_id: string }>(
     ctx.db,

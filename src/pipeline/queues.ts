@@ -3,8 +3,8 @@ import { Redis } from 'ioredis';
 
 /**
  * The BullMQ side: a queue per job kind, and deliveries in a queue per channel. Redis only
- * carries ids (STYLE §3); what a job needs is read from Postgres, which stays the truth
- * (DESIGN invariant 1).
+ * carries ids; what a job needs is read from Postgres, which stays the truth
+ * (docs/design.md, invariant 1).
  */
 export const QUEUE_NAMES = {
   poll: 'poll',

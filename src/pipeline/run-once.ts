@@ -20,23 +20,23 @@ interface MessageStates {
   held: number;
 }
 
-/** The `poll --once` summary line (INTERFACE §1). */
+/** The `poll --once` summary line (docs/operations.md). */
 export interface CycleSummary {
   cycle: string;
   listed: number;
   checked: number;
   upstreamCalls: number;
   upstreamErrors: number;
-  /** Records of the cycle's answers that could not be read (INTERFACE §11). */
+  /** Records of the cycle's answers that could not be read (README, promises). */
   skippedRecords: number;
-  /** Calls in English for English subscribers, beside `upstreamCalls` (INTERFACE §11). */
+  /** Calls in English for English subscribers, beside `upstreamCalls` (README, promises). */
   englishCalls: number;
   events: { new: number; update: number; cancel: number; expired: number; resumed: number };
   /** The cycle's notifications by the state of their messages; `held` still collecting. */
   deliveries: MessageStates;
   /** The messages that carry them, and the held messages sent because their hold ended. */
   messages: MessageStates & { released: number };
-  /** The warning API the cycle polled (INTERFACE §10); null if it failed before choosing. */
+  /** The warning API the cycle polled (docs/configuration.md); null if it failed before choosing. */
   source: 'v7' | 'v1' | null;
   ok: boolean;
   error?: string;

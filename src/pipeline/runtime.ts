@@ -56,7 +56,7 @@ function gated(
 
 /**
  * The composition root shared by `qwn poll`, `qwn worker` and the demo: real Postgres, Redis,
- * upstream client and channels, built from the one Config (STYLE §8).
+ * upstream client and channels, built from the one Config.
  */
 export function createRuntime(
   config: Config,

@@ -8,7 +8,7 @@ import type { Tx } from './warning-store.js';
 /**
  * What a check's notifications become once each subscriber's part of the story is known
  * (src/domain/told.ts): an update of a warning they never heard is their `new`, and a cancel,
- * end or resumption of a story they never heard is nothing (DESIGN invariant 12).
+ * end or resumption of a story they never heard is nothing (docs/design.md, invariant 12).
  */
 
 /** What the subscribers were told of these warnings: one statement through `deliveries_once`. */

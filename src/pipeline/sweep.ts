@@ -41,7 +41,7 @@ export interface SweepOutcome {
 /**
  * The sweeper: Postgres is the truth, so any message that is due and has no live job
  * (Redis flushed, a process killed between commit and enqueue) gets one again
- * (DESIGN invariant 1), and a cycle whose messages are still collecting when they are overdue
+ * (docs/design.md, invariant 1), and a cycle whose messages are still collecting when they are overdue
  * is released. It also prunes warnings nobody can see again, closes cycles whose
  * checks were lost, and removes what is past RETENTION_DAYS.
  */
@@ -112,7 +112,7 @@ export interface RequeuedMessage {
 
 /**
  * Gives every message that has been due for `graceSeconds` and has no live job a job again
- * (DESIGN invariant 1). Returns the due messages found, each either requeued or still carried by
+ * (docs/design.md, invariant 1). Returns the due messages found, each either requeued or still carried by
  * its live job, and how many were requeued. `poll --once` runs it with no grace, so a quiet
  * window that ended while no worker ran is sent by the next run.
  */

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import { DeprecatedEndpointError, isRetiredEndpoint } from '../qweather/errors.js';
 
 /**
- * Which warning API the deployment polls (INTERFACE §10). `QWEATHER_ALERT_SOURCE=v7` or `v1`
+ * Which warning API the deployment polls (docs/configuration.md). `QWEATHER_ALERT_SOURCE=v7` or `v1`
  * decides alone; under `auto` (the default) it is v7 until QWeather retires the v7 warning
  * endpoints, then v1 for good. The switch is a row in Postgres, so every worker process and
  * every `poll --once` follow it from their next cycle, and a restart does not forget it.
@@ -27,7 +27,7 @@ export const isV7Retirement = isRetiredEndpoint;
 
 /**
  * Cycles in a row whose v7 warning calls must say the endpoint is retired before `auto` follows
- * (INTERFACE §11): one odd answer, a proxy's page or a bad hour never moves a deployment.
+ * (README, promises): one odd answer, a proxy's page or a bad hour never moves a deployment.
  */
 export const RETIREMENT_CYCLES = 3;
 

@@ -46,7 +46,7 @@ const deliver = define({
     }),
 });
 
-/** One queue, one job kind, one processor (STYLE §2). */
+/** One queue, one job kind, one processor. */
 export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
   // A cycle's own jobs: opening it, and releasing what it collected when its 60 s are up.
   poll: define({
@@ -170,7 +170,7 @@ const SWEEP_SCHEDULER_ID = 'sweep';
 
 /**
  * Declares the recurring jobs. Every worker process may call this: job schedulers are upserts,
- * so one poll runs per period however many processes run (DESIGN § Choices).
+ * so one poll runs per period however many processes run (docs/design.md).
  */
 export async function scheduleRecurring(ctx: PipelineContext): Promise<void> {
   await schedulePoll(ctx, ctx.config.pollIntervalSeconds);

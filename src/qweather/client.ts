@@ -377,7 +377,7 @@ export function createQWeatherClient(options: QWeatherClientOptions): QWeatherCl
 }
 
 /**
- * The client as configured (INTERFACE §2): JWT when its three variables are set, else the key,
+ * The client as configured (docs/configuration.md): JWT when its three variables are set, else the key,
  * else no credentials (a simulator that does not check them).
  */
 export function createClientFromConfig(config: Config, logger?: Logger): QWeatherClient {

@@ -1,7 +1,7 @@
 /**
- * Every way an upstream call can fail, classified where it happens (STYLE §4): callers decide
+ * Every way an upstream call can fail, classified where it happens: callers decide
  * on `retryable` and on the class, never on a message. Messages are built from scrubbed text
- * only, so no key or token can leak through an error (DESIGN invariant 7).
+ * only, so no key or token can leak through an error (docs/design.md, invariant 7).
  */
 
 export type QWeatherOperation =

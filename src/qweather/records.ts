@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 
 /**
- * Reading the records of one answer one by one (INTERFACE §11, "one bad record never hides the
+ * Reading the records of one answer one by one (README, promises, "one bad record never hides the
  * others"). A record that cannot be stored as it came is repaired where that is safe (NUL and
  * lone surrogates are taken out of its strings: Postgres refuses both in jsonb and text) or
  * skipped: nested deeper than any real record, beyond the answer's record limit, or of a shape

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Wire shapes, as lenient as the upstream is inconsistent (DESIGN invariant 5): numbers may come
+ * Wire shapes, as lenient as the upstream is inconsistent (docs/design.md, invariant 5): numbers may come
  * as strings or numbers, optional fields may be missing, null or empty, and unknown fields are
  * ignored. What is essential to a record (an id, a name, coordinates) stays required, so a truly
  * different shape is reported instead of being read as "nothing there".
@@ -116,7 +116,7 @@ export type RawV7Warning = z.output<typeof v7WarningSchema>;
 
 /**
  * A warning-now answer. Its `warning` array is required: an answer without it says nothing
- * about what is in force and must never read as "no warnings" (INTERFACE §11). Records are
+ * about what is in force and must never read as "no warnings" (README, promises). Records are
  * kept as unknown here and read one by one (src/qweather/records.ts).
  */
 export const warningNowSchema = z.object({
@@ -160,7 +160,7 @@ export type RawV1Alert = z.output<typeof v1AlertSchema>;
 
 /**
  * A Weather Alert v1 answer. `alerts` may be missing or empty only when `metadata.zeroResult`
- * is true (a real "none"); any other answer without the array is malformed (INTERFACE §11).
+ * is true (a real "none"); any other answer without the array is malformed (README, promises).
  */
 export const weatherAlertSchema = z
   .object({

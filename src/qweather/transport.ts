@@ -192,7 +192,7 @@ export function createTransport(options: TransportOptions): QWeatherTransport {
     let status: number;
     let headers: Record<string, string | string[] | undefined>;
     let bytes: Buffer;
-    // The idle timeouts below restart with every chunk; this one does not (INTERFACE §11).
+    // The idle timeouts below restart with every chunk; this one does not (README, promises).
     const deadline = new AbortController();
     let stage: 'headers' | 'body' = 'headers';
     const timer = setTimeout(() => {

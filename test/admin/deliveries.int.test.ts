@@ -13,7 +13,7 @@ import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.
  * wrote: a webhook delivered, an email delivered, and a webhook whose endpoint answered 410.
  * The webhooks do not group, so each notification is a message under its own id; the email
  * subscriber groups by cycle (the default), so its notification travels in a message of
- * another id, the email's Message-ID (INTERFACE §6).
+ * another id, the email's Message-ID (docs/messages.md).
  */
 
 const BEIJING = '101010100';

@@ -244,7 +244,7 @@ describe('applySeed against Postgres and the simulator', () => {
     expect((await counts())?.places).toBe(4);
   });
 
-  it('refuses an address that names more than one mailbox, a name that breaks a line, and an unknown type (INTERFACE §11)', async () => {
+  it('refuses an address that names more than one mailbox, a name that breaks a line, and an unknown type (README, promises)', async () => {
     const before = await dump();
     const bad = (field: Record<string, unknown>) => ({
       name: 'Desk',

@@ -42,7 +42,7 @@ export function sampleNotification(overrides: Partial<Notification> = {}): Notif
 
 /**
  * The message of one notification that does not group: its id is the notification's own
- * (INTERFACE §6), and it looks exactly like the notification alone (§4, §5).
+ * (docs/messages.md), and it looks exactly like the notification alone (§4, §5).
  */
 export function messageOf(n: Notification): Message {
   return { id: n.deliveryId, hold: null, notifications: [n] };

@@ -58,7 +58,7 @@ afterAll(async () => {
 const target = (path = '/hook') => ({ url: receiver.url(path), secret: WEBHOOK_SECRET });
 
 describe('webhook sender', () => {
-  it('posts the INTERFACE §4 body, signed so that standardwebhooks verifies it', async () => {
+  it('posts the docs/messages.md body, signed so that standardwebhooks verifies it', async () => {
     const n = sampleNotification();
     const result = await sender().send(target(), messageOf(n));
     expect(result).toEqual({ status: 200, webhookId: n.deliveryId });

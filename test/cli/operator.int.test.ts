@@ -11,7 +11,7 @@ import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**
- * An operator's first hour (INTERFACE §12), each item run as the operator runs it: the command
+ * An operator's first hour (docs/operations.md), each item run as the operator runs it: the command
  * in a process of its own, its exit code and the one line it prints.
  */
 

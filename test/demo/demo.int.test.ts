@@ -133,7 +133,7 @@ describe('qwn demo', () => {
     const files = (await readdir(dir!)).filter((f) => f.endsWith('.eml'));
     expect(files).toHaveLength(Number(count));
     const texts = await Promise.all(files.map((f) => readFile(join(dir!, f), 'utf8')));
-    // Email subscribers group by cycle (INTERFACE §6): one email per step that had anything for
+    // Email subscribers group by cycle (docs/messages.md): one email per step that had anything for
     // them. The 杭州 desk's three notifications came one per step; the Guangdong desk's five in
     // steps 3, 4 and 5 (two each in the last two).
     expect(texts.filter((t) => /^To: duty-desk@hangzhou\.example$/m.test(t))).toHaveLength(3);

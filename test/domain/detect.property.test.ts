@@ -403,7 +403,7 @@ describe('sameJson', () => {
   });
 });
 
-describe('INTERFACE §11: ends only on evidence, and a warning back in force is told', () => {
+describe('README, promises: ends only on evidence, and a warning back in force is told', () => {
   it('tells a warning back after its told end as resumed, once per reappearance', () => {
     fc.assert(
       fc.property(scenarioArb, (scenario) => {

@@ -121,7 +121,7 @@ describe('parseFilterInput', () => {
     });
   });
 
-  it('refuses a type that is neither a code nor a known name, naming it and the list (INTERFACE §11)', () => {
+  it('refuses a type that is neither a code nor a known name, naming it and the list (README, promises)', () => {
     for (const bad of ['台风风', 'Typhooon', 'rain storm!', 'A1']) {
       const parsed = parseFilterInput({ types: ['暴雨', bad] });
       expect(parsed.ok).toBe(false);

@@ -55,7 +55,7 @@ const message = (notifications: Notification[], overrides: Partial<Message> = {}
 });
 
 describe('renderWebhookMessage', () => {
-  it('sends one notification exactly as today (INTERFACE §4)', () => {
+  it('sends one notification exactly as today (docs/messages.md)', () => {
     const n = sampleNotification();
     expect(renderWebhookMessage(message([n]))).toEqual(webhookPayload(n));
     expect(JSON.stringify(renderWebhookMessage(message([n])))).toBe(

@@ -26,7 +26,7 @@ const english = (overrides: Partial<Notification> = {}): Notification =>
   });
 
 describe('webhookPayload', () => {
-  it('matches INTERFACE §4 field by field', () => {
+  it('matches docs/messages.md field by field', () => {
     expect(webhookPayload(sampleNotification())).toEqual({
       type: 'warning.new',
       timestamp: '2026-07-01T08:00:00Z',
@@ -322,7 +322,7 @@ describe('rendering properties', () => {
   });
 });
 
-describe('INTERFACE §11: ends say when, late joiners are told why, a warning back says so', () => {
+describe('README, promises: ends say when, late joiners are told why, a warning back says so', () => {
   const seenAt = new Date('2026-07-02T03:30:00Z');
 
   it('gives a cancel and an end the time qwn saw them, keeping the planned end as the upstream gave it', () => {
@@ -370,7 +370,7 @@ describe('INTERFACE §11: ends say when, late joiners are told why, a warning ba
   });
 });
 
-describe('INTERFACE §11: English from the upstream, else marked as Chinese', () => {
+describe('README, promises: English from the upstream, else marked as Chinese', () => {
   it('marks a text the issuer gave only in Chinese, in the email and the webhook', () => {
     const n = english({ textInChinese: true });
     expect(renderEmail(n).text).toContain(

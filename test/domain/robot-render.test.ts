@@ -522,7 +522,7 @@ function byDelivery(a: Notification, b: Notification): number {
   return a.deliveryId < b.deliveryId ? -1 : a.deliveryId > b.deliveryId ? 1 : 0;
 }
 
-describe('robot bodies: INTERFACE §11', () => {
+describe('robot bodies: README, promises', () => {
   it('says when a warning was cancelled or ended, the old times labelled as planned', () => {
     const seenAt = new Date('2026-07-02T03:30:00Z');
     const zh = markdownOf(

@@ -8,7 +8,7 @@ import { createRng } from './support/storm.js';
 
 /**
  * A hostile upstream during a storm, with a worker killed with SIGKILL again and again
- * (INTERFACE §11): answers without their array, poisoned records beside the real ones, a body
+ * (README, promises): answers without their array, poisoned records beside the real ones, a body
  * that drips in, a list answer without its list, and a place whose warnings blink out for a few
  * cycles. What the storm owes must arrive exactly once, and nothing may end: every warning of a
  * storm stays in force, so any `expired` or `cancel` is a false all-clear.

@@ -9,7 +9,7 @@ import { expectNothingLostOrSplit } from './support/expect.js';
 /**
  * Redis and Postgres misbehave under a running worker: Redis forgets every key of the
  * deployment or drops its connections, Postgres kills the worker's sessions mid-transaction.
- * Postgres is the truth (DESIGN invariant 1): the worker carries on and nothing is lost.
+ * Postgres is the truth (docs/design.md, invariant 1): the worker carries on and nothing is lost.
  */
 
 const STORM = { places: 24, emailSubscribers: 24, webhookSubscribers: 8 } as const;

@@ -9,7 +9,7 @@ import { report, startFaultRun, type FaultRun, type FaultRunOptions } from './su
 /**
  * Processes die with `kill -9` at random moments: mid-check, mid-transaction, between commit
  * and enqueue, mid-send. Postgres holds the truth, so every notification owed still goes out,
- * each under one id (DESIGN invariants 1 and 2).
+ * each under one id (docs/design.md invariant 1 and 2).
  */
 
 /** The storms of the two-worker kills: both channels, or mostly emails grouped by cycle. */
@@ -51,7 +51,7 @@ describe('worker processes killed with SIGKILL', () => {
     run = await killOneOfTwoInAStorm(7007, 20, { ...MIXED, source: 'v1', areaAlerts: true });
   });
 
-  // The default source across the retirement of v7 (INTERFACE §10): phase 0 told from v7, then
+  // The default source across the retirement of v7 (docs/configuration.md): phase 0 told from v7, then
   // v7 retired while the kills go on; the points take over what v7 told without telling it
   // again, and later phases are told from v1.
   it('auto: v7 retired mid-storm while workers are killed tells nothing twice', async () => {

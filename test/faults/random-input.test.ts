@@ -12,7 +12,7 @@ import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.
 
 /**
  * Random input generated with fast-check, each property with a fixed seed (printed):
- * seed files — bad input gets a clear message and leaves the database as it was (DESIGN
+ * seed files — bad input gets a clear message and leaves the database as it was (docs/design.md
  * invariant 6); upstream records — never a crash, never a cancel or expiry from a failure
  * (invariants 3 and 5).
  */
@@ -249,7 +249,7 @@ describe('random upstream records', () => {
           );
           // One answer without it is one miss, never an end (EXPIRE_AFTER_MISSES is 2); only a
           // record naming it in `related` could close it, and random ids never do. An answer
-          // with a record it could not read is no miss at all (INTERFACE §11).
+          // with a record it could not read is no miss at all (README, promises).
           expect(row!.state).toBe('open');
           const miss = outcome.fetchOk && !keepTracked && outcome.skippedRecords === 0;
           expect(row!.misses).toBe(miss ? 1 : 0);

@@ -8,7 +8,7 @@ import { closedPort, report, startFaultRun, waitUntil, type FaultRun } from './s
 
 /**
  * The upstream fails in every way QWeather has been seen to fail. A failed call is never read
- * as "the warning ended" (DESIGN invariant 3): the storm is delivered once the upstream answers
+ * as "the warning ended" (docs/design.md, invariant 3): the storm is delivered once the upstream answers
  * again, no warning is cancelled or expired while it keeps failing, and refused credentials or
  * a retired endpoint are not hammered and show in /healthz.
  */

@@ -201,3 +201,92 @@ describe('deployment files', () => {
     expect(ignored).toMatch(/^dist$/m);
   });
 });
+
+describe('deploy/kubernetes and deploy/systemd', () => {
+  const variables = configVariables();
+  const k8s = (file: string) =>
+    parseYaml(read(`deploy/kubernetes/${file}`)) as {
+      kind: string;
+      metadata: { name: string };
+      data?: Record<string, string>;
+      stringData?: Record<string, string>;
+      spec: Record<string, unknown>;
+    };
+
+  it('lists every manifest in the kustomization', () => {
+    const kustomization = parseYaml(read('deploy/kubernetes/kustomization.yaml')) as {
+      resources: string[];
+    };
+    expect(kustomization.resources.sort()).toEqual(
+      ['configmap.yaml', 'deployment.yaml', 'migrate-job.yaml', 'pdb.yaml', 'secret.yaml'].sort(),
+    );
+  });
+
+  it('configures only variables src/config.ts knows, valid as configuration, secrets apart', () => {
+    const config = k8s('configmap.yaml').data!;
+    const secret = k8s('secret.yaml').stringData!;
+    for (const name of [...Object.keys(config), ...Object.keys(secret)]) {
+      expect(variables, name).toContain(name);
+    }
+    expect(() => loadConfig({ ...config, ...secret })).not.toThrow();
+    expect(config.HTTP_HOST).toBe('0.0.0.0');
+    // Credentials live in the Secret only.
+    for (const name of ['DATABASE_URL', 'QWEATHER_API_KEY', 'SMTP_URL', 'UNSUBSCRIBE_SECRET']) {
+      expect(Object.keys(config)).not.toContain(name);
+      expect(Object.keys(secret)).toContain(name);
+    }
+  });
+
+  it('runs the workers with /healthz probes, a grace past 25 s and a disruption budget', () => {
+    const deployment = k8s('deployment.yaml');
+    const spec = deployment.spec as {
+      replicas: number;
+      selector: { matchLabels: Record<string, string> };
+      template: {
+        spec: {
+          terminationGracePeriodSeconds: number;
+          containers: {
+            command: string[];
+            envFrom: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+            ports: { containerPort: number }[];
+            readinessProbe: { httpGet: { path: string } };
+            livenessProbe: { httpGet: { path: string } };
+            securityContext: { readOnlyRootFilesystem: boolean };
+          }[];
+        };
+      };
+    };
+    const [worker] = spec.template.spec.containers;
+    expect(worker!.command).toEqual(['node', 'bin/qwn.js', 'worker']);
+    expect(worker!.envFrom).toEqual([
+      { configMapRef: { name: 'qwn' } },
+      { secretRef: { name: 'qwn' } },
+    ]);
+    expect(worker!.ports[0]!.containerPort).toBe(Number(k8s('configmap.yaml').data!.HTTP_PORT));
+    expect(worker!.readinessProbe.httpGet.path).toBe('/healthz');
+    expect(worker!.livenessProbe.httpGet.path).toBe('/healthz');
+    expect(worker!.securityContext.readOnlyRootFilesystem).toBe(true);
+    expect(spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(25);
+    expect(spec.replicas).toBeGreaterThan(1);
+
+    const pdb = k8s('pdb.yaml').spec as { selector: { matchLabels: Record<string, string> } };
+    expect(pdb.selector.matchLabels).toEqual(spec.selector.matchLabels);
+
+    const job = k8s('migrate-job.yaml').spec as {
+      template: { spec: { containers: { command: string[] }[] } };
+    };
+    expect(job.template.spec.containers[0]!.command).toEqual(['node', 'bin/qwn.js', 'migrate']);
+  });
+
+  it('systemd: migrate then worker, SIGTERM with more than 25 s to stop, settings from a file', () => {
+    const unit = read('deploy/systemd/qwn-worker.service');
+    const setting = (key: string) =>
+      [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]);
+    expect(setting('ExecStartPre')).toEqual(['/usr/bin/node bin/qwn.js migrate']);
+    expect(setting('ExecStart')).toEqual(['/usr/bin/node bin/qwn.js worker']);
+    expect(setting('KillSignal')).toEqual(['SIGTERM']);
+    expect(Number(setting('TimeoutStopSec')[0])).toBeGreaterThan(25);
+    expect(setting('EnvironmentFile')).toEqual(['/etc/qwn/qwn.env']);
+    expect(setting('Restart')).toEqual(['on-failure']);
+  });
+});

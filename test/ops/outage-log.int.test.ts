@@ -11,7 +11,7 @@ import { closedPort } from '../support/net.js';
 /**
  * A Redis outage as the worker lives it: ioredis reconnecting every few hundred milliseconds and
  * every BullMQ worker's connection failing with it. The log says so once, and once when it is
- * back (INTERFACE §12), not once per retry.
+ * back (docs/operations.md), not once per retry.
  */
 
 let database: TestDatabase | undefined;

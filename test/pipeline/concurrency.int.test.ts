@@ -23,7 +23,7 @@ const PLACES = [
 /**
  * One notification per (subscriber, warning id, event type), and each message sent once,
  * however many processes run. The email subscriber groups by cycle (the email default,
- * INTERFACE §6): its notifications of a cycle travel in one message; the webhooks' each in a
+ * docs/messages.md): its notifications of a cycle travel in one message; the webhooks' each in a
  * message of its own under the notification's id.
  */
 describe('concurrency and lost jobs', () => {

@@ -13,7 +13,7 @@ import type { ReceivedMail } from '../support/smtp-sink.js';
  * Email deliveries through the whole pipeline to a real SMTP server (smtp-server), read back
  * with mailparser. Retries are driven by making the message due in SQL and running the deliver
  * job in-process, never by waiting for the schedule. The subscribers group by cycle (the email
- * default, INTERFACE §6): each notification travels in its cycle's message, whose id is the
+ * default, docs/messages.md): each notification travels in its cycle's message, whose id is the
  * Message-ID, sent when the cycle's checks are done.
  */
 

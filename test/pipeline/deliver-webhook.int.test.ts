@@ -12,7 +12,7 @@ import { deliverOne, startPipelineHarness, type PipelineHarness } from '../suppo
  * real HTTP receiver that verifies every signature with the standardwebhooks library. Retries
  * are driven by making the message due in SQL and running the deliver job in-process: the
  * production schedule stays as it is and no test waits for it. Webhook subscribers do not group
- * (INTERFACE §6): each notification is a message of its own under the notification's id.
+ * (docs/messages.md): each notification is a message of its own under the notification's id.
  */
 
 /** A message's state. */

@@ -6,7 +6,7 @@ import { v1Alert, v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
- * INTERFACE §11, language: English subscribers get the upstream's English (`lang=en`, asked only
+ * README, promises, language: English subscribers get the upstream's English (`lang=en`, asked only
  * where they watch), else English names for type and level and the original text marked as
  * Chinese; Chinese subscribers are untouched.
  */

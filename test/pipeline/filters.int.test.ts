@@ -88,7 +88,7 @@ describe('filters through the pipeline', () => {
       `typhoon@example.com ${typhoonCancel.id} cancel`,
       `code@example.com ${rainRed.id} new`,
       // Blue typhoon and yellow wind are below orange: the red update is the first it hears of
-      // the typhoon, so it comes as new, and its cancel follows (INTERFACE §11).
+      // the typhoon, so it comes as new, and its cancel follows (README, promises).
       `severe@example.com ${rainRed.id} new`,
       `severe@example.com ${typhoonRed.id} new`,
       `severe@example.com ${typhoonCancel.id} cancel`,

@@ -8,7 +8,7 @@ import { v1Alert, v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
- * INTERFACE §11 over real HTTP, Postgres and Redis: each row of the hostile-upstream table, and
+ * README, promises over real HTTP, Postgres and Redis: each row of the hostile-upstream table, and
  * what reaches the webhook receiver. Cycles run in-process (`runCycleOnce`, as `poll --once`).
  */
 

@@ -12,7 +12,7 @@ import {
 } from '../support/pipeline.js';
 
 /**
- * INTERFACE §7: no sliding hour carries more messages than `maxPerHour`. A subscriber who had
+ * docs/messages.md: no sliding hour carries more messages than `maxPerHour`. A subscriber who had
  * no limit got messages planned without a row (a direct webhook waits in its first-attempt
  * batch, src/pipeline/deferred-messages.ts); one who sets a limit while such a message is
  * still to be sent has it go out within the hour, so the limit counts it.

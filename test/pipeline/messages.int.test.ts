@@ -5,7 +5,7 @@ import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**
- * Messages over real HTTP and SMTP (INTERFACE §6, DESIGN invariant 8): what one subscriber
+ * Messages over real HTTP and SMTP (docs/messages.md, docs/design.md invariant 8): what one subscriber
  * receives at once. A cycle that finds three warnings at two places sends an email subscriber
  * one email, a webhook subscriber who groups one `warning.batch`, and one who does not three
  * POSTs; every notification is in exactly one message, and a redelivered message keeps its id.

@@ -8,7 +8,7 @@ import { parseMail } from '../support/smtp-sink.js';
 import { waitUntil } from '../support/wait.js';
 
 /**
- * Quiet hours over real SMTP (INTERFACE §7, DESIGN invariant 9), with a window computed from
+ * Quiet hours over real SMTP (docs/messages.md, docs/design.md invariant 9), with a window computed from
  * the current time: what falls inside is held, never dropped, and goes out as one "while you
  * were away" email when the window ends, sent by a running worker within 60 s, or by the next
  * `poll --once`. A red warning bypasses the window, and so does the rest of its chain.

@@ -7,7 +7,7 @@ import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.
 import { startRobotServer, type RobotServer } from '../support/robot-server.js';
 
 /**
- * Chat robots end to end (INTERFACE §7-8), over loopback robot servers that answer as the
+ * Chat robots end to end (docs/messages.md), over loopback robot servers that answer as the
  * vendors document: `qwn poll --once` finds warnings, the robot's own limit (WeCom 20 a minute)
  * is kept, what waits combines, a gone robot pauses its subscriber, a refused signature is a
  * dead letter, and no robot credential reaches a log line or `qwn deliveries`.

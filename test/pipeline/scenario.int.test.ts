@@ -13,7 +13,7 @@ const BEIJING = '101010100';
 /**
  * The whole flow through `qwn poll --once`, step by step: new, unchanged, update, an upstream
  * failure, a warning leaving the list (expired only after confirmation), cancel. The ledger
- * must hold exactly the notifications owed (DESIGN invariants 2–4).
+ * must hold exactly the notifications owed (docs/design.md invariant 2–4).
  */
 // Times near the real clock: a warning whose end time has passed is over at once by rule.
 const hoursAgo = (h: number) => new Date(Date.now() - h * 3600_000);
@@ -108,7 +108,7 @@ describe('poll --once over a warning timeline', () => {
     const rows = await h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
     // /dispatch (orange and above) was never told the yellow warning: the orange one is its
-    // first news of it, a new with nothing it replaces (INTERFACE §11).
+    // first news of it, a new with nothing it replaces (README, promises).
     expect(
       rows
         .filter((d) => d.warning_id === orange.id)

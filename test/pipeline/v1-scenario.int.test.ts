@@ -145,7 +145,7 @@ describe('poll --once in v1 mode over an alert timeline', () => {
     const rows = await v.h.deliveries();
     // Rows from checks of different points (v1) or one transaction carry no reliable order.
     // /dispatch (orange and above) was never told the yellow warning: the orange one is its
-    // first news of it, a new with nothing it replaces (INTERFACE §11).
+    // first news of it, a new with nothing it replaces (README, promises).
     expect(
       rows
         .filter((d) => d.warning_id === orange.alert.id)

@@ -500,7 +500,7 @@ const sendText =
     res.end(text);
   };
 
-describe('INTERFACE §11: only a well-formed answer, and one bad record hides nothing', () => {
+describe('README, promises: only a well-formed answer, and one bad record hides nothing', () => {
   it.each([
     ['{}', '{}'],
     ['code 200 without its array', '{"code":"200"}'],

@@ -250,7 +250,7 @@ describe('auth', () => {
   });
 });
 
-describe('the hostile upstream of INTERFACE §11', () => {
+describe('the hostile upstream of README, promises', () => {
   it('serves a raw body, HTTP 200 and JSON by default, for one place', async () => {
     sim.addFault({
       kind: 'body',

@@ -16,7 +16,7 @@ export interface TestDatabase extends Database {
   drop(): Promise<void>;
 }
 
-/** A fresh database for one test file (STYLE §10), migrated unless asked not to. */
+/** A fresh database for one test file, migrated unless asked not to. */
 export async function createTestDatabase(
   options: { migrate?: boolean } = {},
 ): Promise<TestDatabase> {

@@ -53,7 +53,7 @@ export interface PollResult extends QwnResult {
 
 /**
  * Real parts for pipeline tests: a fresh database, a private BullMQ prefix on the local Redis,
- * the simulator over HTTP, an SMTP sink and a webhook receiver (STYLE §10).
+ * the simulator over HTTP, an SMTP sink and a webhook receiver.
  */
 /** The subscriber's `group` seed field, as stored (`group_mode`, `group_window_seconds`). */
 export type GroupMode = 'none' | 'cycle' | { windowSeconds: number };
@@ -72,7 +72,7 @@ export interface PipelineHarness {
   /** A runtime whose upstream results feed a monitor that gates its calls, as the worker's. */
   monitoredRuntime(logger?: Logger): { runtime: Runtime; monitor: UpstreamMonitor };
   addPlace(id: string, name: string, tz?: string): Promise<void>;
-  /** An email subscriber; it groups by cycle unless `group` says otherwise (INTERFACE §6). */
+  /** An email subscriber; it groups by cycle unless `group` says otherwise (docs/messages.md). */
   addEmailSubscriber(
     email: string,
     places: string[],
@@ -86,7 +86,7 @@ export interface PipelineHarness {
     filter?: { minLevel?: string; types?: string[]; events?: string[] },
     group?: GroupMode,
   ): Promise<string>;
-  /** A chat-robot subscriber (INTERFACE §8) posting to `url`; its grouping as given. */
+  /** A chat-robot subscriber (docs/messages.md) posting to `url`; its grouping as given. */
   addRobotSubscriber(
     vendor: 'wecom' | 'dingtalk' | 'feishu',
     url: string,

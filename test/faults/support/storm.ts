@@ -302,7 +302,7 @@ export interface Owed {
 export const owedKey = (subscriber: string, warningId: string, eventType: string) =>
   `${subscriber} ${warningId} ${eventType}`;
 
-/** Our own reading of the filter rules of INTERFACE §3: level at least, type code, event kind. */
+/** Our own reading of the filter rules of docs/subscribers.md: level at least, type code, event kind. */
 function wants(filter: StormFilter, w: StormWarning): boolean {
   if (filter.events && !filter.events.includes(w.event)) return false;
   if (filter.minLevel && LEVEL_ORDER.indexOf(w.level) < LEVEL_ORDER.indexOf(filter.minLevel)) {
@@ -326,7 +326,7 @@ export function owedBy(plan: StormPlan): Map<string, Owed> {
     const watched = new Set(s.places);
     const told = new Set<string>();
     // In the order the phases issue them: an update is told as such only to who was told a
-    // warning it replaces; to anyone else it is their first news of it, a new (INTERFACE §11).
+    // warning it replaces; to anyone else it is their first news of it, a new (README, promises).
     for (const w of plan.warnings) {
       if (!w.placeIds.some((p) => watched.has(p)) || !wants(s.filter, w)) continue;
       const eventType =
