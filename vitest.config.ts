@@ -22,6 +22,7 @@ export default defineConfig({
           // of one per file (the imports were a third of the unit project's time).
           isolate: false,
           setupFiles: ['test/support/fast-check.ts'],
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -30,6 +31,11 @@ export default defineConfig({
           include: ['test/**/*.int.test.ts'],
           exclude: ['test/faults/**'],
           env: { TZ: 'UTC' },
+          // Integration files mostly wait (on Postgres, Redis, child processes, sinks), and each
+          // has its own database and queue prefix: three at once on two cores instead of
+          // vitest's default of one (cores - 1).
+          maxWorkers: 3,
+          sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 60_000,
           globalSetup: ['test/support/global-setup.ts'],
@@ -47,6 +53,7 @@ export default defineConfig({
                 testTimeout: 240_000,
                 hookTimeout: 60_000,
                 fileParallelism: false,
+                sequence: { groupOrder: 2 },
                 globalSetup: ['test/support/global-setup.ts'],
               },
             },

@@ -36,6 +36,18 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
     summary: 'upstream calls and cost of the subscriptions, v7 and v1',
     load: () => import('./cli/plan.js'),
   },
+  subscribers: {
+    summary: 'list subscribers, their places, filters and state',
+    load: () => import('./cli/subscribers.js'),
+  },
+  preview: {
+    summary: 'print the message a subscriber would receive',
+    load: () => import('./cli/preview.js'),
+  },
+  'test-send': {
+    summary: 'send a subscriber one marked test message through their channel',
+    load: () => import('./cli/test-send.js'),
+  },
   deliveries: { summary: 'list deliveries', load: () => import('./cli/deliveries.js') },
   redeliver: { summary: 'send deliveries again', load: () => import('./cli/redeliver.js') },
 };

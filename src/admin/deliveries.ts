@@ -160,7 +160,7 @@ export const storedStatus = (status: DeliveryStatus): string =>
   status === 'held' ? 'open' : status;
 
 /** `robots`: the robot subscribers listed as `subscriber` (`robotsDescribedAs`). */
-function subscriberMatches(subscriber: string, robots: readonly string[]): SQL {
+export function subscriberMatches(subscriber: string, robots: readonly string[]): SQL {
   const byId = isDeliveryId(subscriber) ? sql` OR s.id = ${subscriber}::uuid` : sql``;
   return sql`(lower(s.email) = lower(${subscriber}) OR s.webhook_url = ${subscriber}
               OR s.robot_url = ${subscriber} OR s.id = ANY(${sql.param([...robots])}::uuid[])
@@ -203,7 +203,7 @@ export async function subscriberKnown(db: Db, subscriber: string): Promise<boole
 }
 
 /** Robot subscribers listed as `text` (`host#fingerprint`); the fingerprint is computed here. */
-async function robotsDescribedAs(db: Db, text: string): Promise<string[]> {
+export async function robotsDescribedAs(db: Db, text: string): Promise<string[]> {
   if (!/#[0-9a-f]{8}$/i.test(text)) return [];
   const robots = await queryRows<{ id: string; robot_url: string }>(
     db,

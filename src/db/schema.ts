@@ -152,6 +152,21 @@ export const subscribers = pgTable(
   ],
 );
 
+/**
+ * `qwn test-send`: each marked test message an operator sent through a subscriber's channel and
+ * what the channel answered. Kept apart from the ledger: a test is never a warning notification.
+ */
+export const testSends = pgTable('test_sends', {
+  id: uuid('id').primaryKey(),
+  subscriberId: uuid('subscriber_id')
+    .notNull()
+    .references(() => subscribers.id, { onDelete: 'cascade' }),
+  channel: text('channel').notNull(),
+  sentAt: tstz('sent_at').notNull(),
+  ok: boolean('ok').notNull(),
+  detail: text('detail'),
+});
+
 export const subscriptions = pgTable(
   'subscriptions',
   {

@@ -9,6 +9,12 @@ import { LEVEL_EN, parseLevel, type Level, type Warning, type WarningStatus } fr
 /** Same union as detect.ts's EventType (structurally identical; either may be imported). */
 export type EventType = 'new' | 'update' | 'cancel' | 'expired' | 'resumed';
 
+/** The data attribution every message carries, in its language. */
+export const ATTRIBUTION = {
+  zh: '天气数据来源：和风天气 QWeather',
+  en: 'Weather data: QWeather',
+} as const;
+
 export interface Notification {
   /** The ledger row id (uuid); stable across retries and redeliveries. */
   readonly deliveryId: string;

@@ -9,7 +9,7 @@ import { WebhookError } from '../channels/webhook.js';
 import { queryPrepared, queryRows } from '../db/client.js';
 import type { Message } from '../domain/message-render.js';
 import { inEnglish } from '../domain/english.js';
-import type { Notification } from '../domain/render.js';
+import { ATTRIBUTION, type Notification } from '../domain/render.js';
 import { splitRobotMessage, type RobotVendor } from '../domain/robot-render.js';
 import { JOIN_MARGIN_MS } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
@@ -69,11 +69,6 @@ export interface DeliverResult {
  * too, and only one may send them.
  */
 export type JobLease = () => Promise<boolean>;
-
-const ATTRIBUTION = {
-  zh: '天气数据来源：和风天气 QWeather',
-  en: 'Weather data: QWeather',
-} as const;
 
 /** Longest last_error kept in the ledger: enough for an SMTP reply, bounded for a listing. */
 const MAX_ERROR_LENGTH = 1000;

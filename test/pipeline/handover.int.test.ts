@@ -91,7 +91,7 @@ describe('the auto source across the retirement of v7', () => {
     expect((await h.pollOnce()).code).toBe(0);
     expect(await queryRows(h.database.db, sql`SELECT cycles FROM v7_retirement`)).toEqual([]);
     expect(bodies()).toHaveLength(2);
-  });
+  }, 180_000); // ten `qwn poll --once` processes, four of them through the list call's retries
 
   it('switches to v1 in the third cycle in a row that finds v7 retired, announcing nothing', async () => {
     h.sim.clearFaults();

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { pino } from 'pino';
+import { channelOf, previewMessage, sampleWarning } from '../admin/preview.js';
+import { attemptRobotMessage } from '../channels/robot-delivery.js';
+import { describeRobot, robotCredential } from '../channels/robot-identity.js';
+import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
+import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
+import { assertMigrated } from '../db/problems.js';
+import { createLogger, registerSecret, scrub } from '../logger.js';
+import { createRuntime } from '../pipeline/runtime.js';
+import { parseCommandLine, UsageError } from './command.js';
+import { oneSubscriber } from './preview.js';
+
+const USAGE = `usage: qwn test-send <subscriber>
+
+Sends one message marked as a test (【测试】 / [TEST], "no such warning is in force") through the
+subscriber's real channel: SMTP_URL for email, the signed webhook, or the chat robot. Prints
+what the channel answered, and exits 1 when it refused. The send is recorded in test_sends,
+never in the ledger: it is not a warning notification and is never retried. An unsubscribed
+or disabled subscriber is refused.`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommandLine(argv, {}, 'test-send', { positionals: true });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    throw new UsageError('name one subscriber (see qwn test-send --help)');
+  }
+  const config = loadConfig(readEnvironment());
+  if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL is not set');
+  const logger = createLogger('error', pino.destination(2));
+  registerSecret(config.unsubscribeSecret);
+  const runtime = createRuntime(config, logger, { upstream: 'none' });
+  const { ctx } = runtime;
+  try {
+    await assertMigrated(ctx.db);
+    const sub = await oneSubscriber(ctx.db, positionals[0]!, 'test-send');
+    if (sub.unsubscribed || !sub.active) {
+      throw new UsageError(
+        `the subscriber is ${sub.unsubscribed ? 'unsubscribed' : `not active (${sub.disabled_reason ?? 'paused'})`}: nothing is sent to it`,
+      );
+    }
+    const channel = channelOf(sub);
+    if (channel === 'email' && !config.smtpUrl)
+      throw new MissingSettingError('SMTP_URL is not set');
+    const now = ctx.now();
+    const id = randomUUID();
+    const message = previewMessage(sub, sampleWarning(sub, now, true), 'new', now, id);
+    let ok = true;
+    let detail: string;
+    try {
+      if (channel === 'email') {
+        const sent = await ctx.mailer.send(sub.email!, message, {
+          unsubscribeUrl: unsubscribeUrl(config, { id: sub.id, email: sub.email }),
+        });
+        detail = `accepted by the SMTP server: ${sent.response}`;
+      } else if (channel === 'webhook') {
+        registerSecret(sub.webhook_secret ?? undefined);
+        const sent = await ctx.webhooks.send(
+          { url: sub.webhook_url!, secret: sub.webhook_secret! },
+          message,
+        );
+        detail = `the webhook answered ${sent.status}`;
+      } else {
+        registerSecret(robotCredential(sub.robot_url!));
+        registerSecret(sub.robot_secret ?? undefined);
+        const attempt = await attemptRobotMessage(
+          ctx.robots,
+          { vendor: sub.robot_kind!, url: sub.robot_url!, secret: sub.robot_secret },
+          message,
+        );
+        if (attempt.outcome === 'wait') {
+          ok = false;
+          detail = `the robot's rate limit is reached: try again in ${Math.ceil(attempt.waitMs / 1000)} s`;
+        } else {
+          detail = `the robot ${describeRobot(sub.robot_url!)} took the post`;
+        }
+      }
+    } catch (err) {
+      ok = false;
+      detail = scrub(err instanceof Error ? err.message : String(err));
+    }
+    await ctx.db.execute(
+      sql`INSERT INTO test_sends (id, subscriber_id, channel, sent_at, ok, detail)
+          VALUES (${id}, ${sub.id}, ${channel}, ${now}, ${ok}, ${detail})`,
+    );
+    console.log(`${ok ? 'sent' : 'not sent'}: test message ${id} by ${channel}: ${detail}`);
+    return ok ? 0 : 1;
+  } finally {
+    await runtime.close();
+  }
+}
