@@ -32,6 +32,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandMod
     load: () => import('./cli/simulate.js'),
   },
   demo: { summary: 'the whole pipeline on built-in defaults', load: () => import('./cli/demo.js') },
+  sandbox: {
+    summary: 'simulator, mail sink, webhook receiver: try your own seed without Docker',
+    load: () => import('./cli/sandbox.js'),
+  },
   plan: {
     summary: 'upstream calls and cost of the subscriptions, v7 and v1',
     load: () => import('./cli/plan.js'),

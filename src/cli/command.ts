@@ -51,7 +51,13 @@ export function positiveSecondsOption(
  * Packages only the demo and the sandbox use: development dependencies, absent from a
  * production install (`npm ci --omit=dev`, the image).
  */
-const DEVELOPMENT_PACKAGES = ['@electric-sql/pglite', 'smtp-server', 'standardwebhooks', 'tsx'];
+const DEVELOPMENT_PACKAGES = [
+  '@electric-sql/pglite',
+  'smtp-server',
+  'standardwebhooks',
+  'mailparser',
+  'tsx',
+];
 
 /** The development package whose absence `err` reports, if it is one. */
 export function missingDevelopmentPackage(err: unknown): string | null {

@@ -65,7 +65,11 @@ const COMMANDS = [
   'warnings',
   'simulate',
   'demo',
+  'sandbox',
   'plan',
+  'subscribers',
+  'preview',
+  'test-send',
   'deliveries',
   'redeliver',
 ];

@@ -112,7 +112,10 @@ describe('a cycle message while it collects', () => {
     // The scheduler's subscriber locks deadlocked concurrent checks: none is taken.
     const locks = await queryRows<{ n: number }>(
       h.database.db,
-      sql`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory'`,
+      // This test's database only: other files run beside it on the same server.
+      sql`SELECT count(*)::int AS n FROM pg_locks
+          WHERE locktype = 'advisory'
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     );
     expect(locks[0]!.n).toBe(0);
     try {

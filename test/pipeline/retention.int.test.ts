@@ -20,7 +20,7 @@ describe('retention', () => {
 
   beforeEach(async () => {
     await sqlClient.client.query(
-      'TRUNCATE deliveries, messages, events, poll_cycles, warnings, subscriptions, subscribers, places, alert_points',
+      'TRUNCATE test_sends, deliveries, messages, events, poll_cycles, warnings, subscriptions, subscribers, places, alert_points',
     );
     await sqlClient.client.query(
       `INSERT INTO places (id, name, lat, lon) VALUES ('101020100', 'Shanghai', 31.2304, 121.4737)`,
