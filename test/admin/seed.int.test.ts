@@ -594,3 +594,33 @@ describe('chat-robot subscribers', () => {
     await expect(insert(sql`('y', NULL, 'wecom', ${WECOM}, NULL)`)).rejects.toThrow();
   });
 });
+
+describe('a seed beyond one statement’s 65,535 parameters', () => {
+  it('writes 70,000 subscribers, and seeding the same file again changes nothing', async () => {
+    const places = ['101210101', '101010100', '101280101'];
+    const doc = {
+      subscribers: Array.from({ length: 70_000 }, (_, i) =>
+        i % 2 === 0
+          ? { email: `desk${i}@example.com`, locations: [places[i % 3]!], minLevel: '黄色' }
+          : {
+              webhook: `https://hooks.example.com/q/${i}`,
+              secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+              locations: [places[i % 3]!, places[(i + 1) % 3]!],
+            },
+      ),
+    };
+    expect(expectOk(await seed(doc))).toMatchObject({
+      created: 70_000,
+      updated: 0,
+      unchanged: 0,
+      subscriptionsRemoved: 0,
+    });
+    const [rows] = await queryRows<{ subscribers: number; subscriptions: number }>(
+      database.db,
+      sql`SELECT (SELECT count(*)::int FROM subscribers) AS subscribers,
+                 (SELECT count(*)::int FROM subscriptions) AS subscriptions`,
+    );
+    expect(rows).toEqual({ subscribers: 70_000, subscriptions: 105_000 });
+    expect(expectOk(await seed(doc))).toMatchObject({ created: 0, unchanged: 70_000 });
+  }, 120_000);
+});
