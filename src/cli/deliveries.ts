@@ -12,7 +12,7 @@ import {
 import { loadConfig, readEnvironment } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { parseCommandLine, UsageError } from './command.js';
-import { instantOfWallTime, localTime, terminalZone } from './local-time.js';
+import { instantOfWallTime, localTime, terminalZone, utcOfWallTime } from './local-time.js';
 import { formatTable, type Column } from './table.js';
 
 const USAGE =
@@ -66,15 +66,7 @@ function instantOf(match: RegExpExecArray, timeZone: string): Date | null {
   if (wall.month < 1 || wall.month > 12 || wall.day < 1 || wall.day > 31) return null;
   if (wall.hour > 23 || wall.minute > 59 || wall.second > 59) return null;
   if (!zone) return instantOfWallTime(wall, timeZone);
-  const asUtc = Date.UTC(
-    wall.year,
-    wall.month - 1,
-    wall.day,
-    wall.hour,
-    wall.minute,
-    wall.second,
-    wall.ms,
-  );
+  const asUtc = utcOfWallTime(wall);
   if (zone.toUpperCase() === 'Z') return new Date(asUtc);
   const sign = zone.startsWith('-') ? -1 : 1;
   const digits = zone.slice(1).replace(':', '');

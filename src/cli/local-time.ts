@@ -73,23 +73,20 @@ function offsetMs(date: Date, timeZone: string): number {
   return sign * ((hours ?? 0) * 60 + (minutes ?? 0)) * 60_000;
 }
 
-/**
- * The instant at which clocks in `timeZone` read the given wall time. In a gap (spring forward)
- * it is the instant an hour on; in an overlap, the earlier of the two.
- */
-export function instantOfWallTime(
-  wall: {
-    year: number;
-    month: number;
-    day: number;
-    hour: number;
-    minute: number;
-    second: number;
-    ms: number;
-  },
-  timeZone: string,
-): Date {
-  const asUtc = Date.UTC(
+/** A wall-clock reading: calendar fields and milliseconds. */
+export interface WallTime {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+  ms: number;
+}
+
+/** The instant of a wall time read at UTC. */
+export function utcOfWallTime(wall: WallTime): number {
+  return Date.UTC(
     wall.year,
     wall.month - 1,
     wall.day,
@@ -98,6 +95,14 @@ export function instantOfWallTime(
     wall.second,
     wall.ms,
   );
+}
+
+/**
+ * The instant at which clocks in `timeZone` read the given wall time. In a gap (spring forward)
+ * it is the instant an hour on; in an overlap, the earlier of the two.
+ */
+export function instantOfWallTime(wall: WallTime, timeZone: string): Date {
+  const asUtc = utcOfWallTime(wall);
   const first = asUtc - offsetMs(new Date(asUtc), timeZone);
   const second = asUtc - offsetMs(new Date(first), timeZone);
   return new Date(Math.min(first, second));

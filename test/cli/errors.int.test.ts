@@ -1,16 +1,15 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort } from '../support/net.js';
+import { runQwn } from '../support/cli.js';
 
 /**
  * What a new user sees when a setting is wrong: the service, the variable and the address,
  * the command to check it with, and never the password of the URL.
  */
 
-const BIN = resolve(import.meta.dirname, '../../bin/qwn.js');
 const PASSWORD = 'hunter2-9f3a';
 
 let cwd: string;
@@ -21,21 +20,10 @@ beforeAll(() => {
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
 function qwn(args: string[], env: Record<string, string>) {
-  const base: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!/^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL)/.test(name)) base[name] = value;
-  }
-  const child = spawn(process.execPath, [BIN, ...args], {
+  return runQwn(args, {
     cwd,
-    env: { ...base, LOG_LEVEL: 'silent', ...env },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((done, fail) => {
-    child.once('error', fail);
-    child.once('close', (code) => done({ code, stdout, stderr }));
+    unset: /^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL)/,
+    env: { LOG_LEVEL: 'silent', ...env },
   });
 }
 

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import { NOT_MIGRATED } from '../../src/db/problems.js';
 import { probeHealth } from '../../src/ops/health.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { runQwn, type QwnRun } from '../support/cli.js';
 
 /**
  * An operator's first hour (docs/operations.md), each item run as the operator runs it: the command
@@ -16,7 +16,6 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const BIN = join(ROOT, 'bin/qwn.js');
 const SEED = join(ROOT, 'examples/seed.json');
 const NOT_MIGRATED_LINE = (command: string) => `qwn ${command}: ${NOT_MIGRATED}`;
 
@@ -27,30 +26,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function qwn(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const base: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!/^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL|SMTP_URL|HTTP_)/.test(name)) {
-      base[name] = value;
-    }
-  }
-  const child = spawn(process.execPath, [BIN, ...args], {
+function qwn(args: string[], env: Record<string, string> = {}): Promise<QwnRun> {
+  return runQwn(args, {
     cwd,
-    env: { ...base, LOG_LEVEL: 'silent', ...env },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((done, fail) => {
-    child.once('error', fail);
-    child.once('close', (code) => done({ code, stdout, stderr }));
+    unset: /^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL|SMTP_URL|HTTP_)/,
+    env: { LOG_LEVEL: 'silent', ...env },
   });
 }
 

@@ -1,12 +1,11 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { displayWidth } from '../../src/cli/table.js';
 import { startSimulator, v1Alert, v7Warning, type Simulator } from '../../src/simulator/index.js';
+import { runQwn, type QwnRun } from '../support/cli.js';
 
-const BIN = resolve(import.meta.dirname, '../../bin/qwn.js');
 const KEY = 'cli-test-key-41c7e2';
 
 let sim: Simulator;
@@ -29,28 +28,11 @@ afterAll(async () => {
   rmSync(cwd, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function qwn(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const base: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!/^(QWEATHER_|LOG_LEVEL)/.test(name)) base[name] = value;
-  }
-  const child = spawn(process.execPath, [BIN, ...args], {
+function qwn(args: string[], env: Record<string, string | undefined> = {}): Promise<QwnRun> {
+  return runQwn(args, {
     cwd,
-    env: { ...base, QWEATHER_API_URL: sim.url, QWEATHER_API_KEY: KEY, ...env },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((done, fail) => {
-    child.once('error', fail);
-    child.once('close', (code) => done({ code, stdout, stderr }));
+    unset: /^(QWEATHER_|LOG_LEVEL)/,
+    env: { QWEATHER_API_URL: sim.url, QWEATHER_API_KEY: KEY, ...env },
   });
 }
 
