@@ -135,6 +135,17 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
       ),
   },
   {
+    // `qwn test-send`'s record of each test: an operator's trace, kept as long as the ledger.
+    table: 'test_sends',
+    prune: (db, cut, batch) =>
+      deleted(
+        db,
+        'test_sends',
+        sql`DELETE FROM test_sends WHERE id IN (
+              SELECT id FROM test_sends WHERE sent_at < ${cut} ORDER BY sent_at LIMIT ${batch})`,
+      ),
+  },
+  {
     // Not by age: a point leaves as soon as no subscription watches it. A cycle that runs
     // meanwhile puts a point it still needs back (src/pipeline/poll-points.ts).
     table: 'alert_points',

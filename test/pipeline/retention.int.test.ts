@@ -230,6 +230,20 @@ describe('retention', () => {
     expect(await ids('messages')).toEqual([]);
   });
 
+  it("removes qwn test-send's records older than the ledger keeps", async () => {
+    await sqlClient.client.query(
+      `INSERT INTO test_sends (id, subscriber_id, channel, sent_at, ok, detail)
+       VALUES (gen_random_uuid(), $1, 'email', $2, true, 'old'),
+              (gen_random_uuid(), $1, 'email', $3, false, 'recent')`,
+      [subscriber, ago(91), ago(89)],
+    );
+    expect(await pruneExpired(sqlClient.database.db, LIMITS, NOW)).toEqual({ test_sends: 1 });
+    const { rows } = await sqlClient.client.query<{ detail: string }>(
+      'SELECT detail FROM test_sends',
+    );
+    expect(rows).toEqual([{ detail: 'recent' }]);
+  });
+
   it('keeps the latest cycle even when it is older than the cut', async () => {
     await cycle(200);
     const latest = await cycle(150, 'failed');
