@@ -105,6 +105,8 @@ interface BatchLabels {
   count: (k: number) => string;
   subjectMore: (k: number) => string;
   subjectEnded: string;
+  subjectCancelled: string;
+  subjectCancelledOrEnded: string;
   levelTag: (level: string | null) => string;
   awayHeading: (window: string | null) => string;
   awayIntro: string;
@@ -122,6 +124,8 @@ const BATCH_LABELS: Record<Lang, BatchLabels> = {
     count: (k) => `${k} 条预警`,
     subjectMore: () => '等',
     subjectEnded: '【已结束】',
+    subjectCancelled: '【已解除】',
+    subjectCancelledOrEnded: '【已解除或结束】',
     levelTag: (level) => `【${level ? `${level}预警` : '预警'}】`,
     awayHeading: (window) => (window ? `免打扰时段（${window}）内的预警` : '免打扰时段内的预警'),
     awayIntro: '以下预警在您的免打扰时段内发布，现一并发送；每条预警只列出其最新状态。',
@@ -140,6 +144,8 @@ const BATCH_LABELS: Record<Lang, BatchLabels> = {
     count: (k) => `${k} warnings`,
     subjectMore: (k) => ` and ${k} more`,
     subjectEnded: 'Ended: ',
+    subjectCancelled: 'Cancelled: ',
+    subjectCancelledOrEnded: 'Cancelled or ended: ',
     levelTag: (level) => `[${level ? `${level} warning` : 'Warning'}] `,
     awayHeading: (window) =>
       window ? `While you were away (quiet hours ${window})` : 'While you were away',
@@ -176,8 +182,16 @@ function batchSubject(chains: readonly WarningChain[], lang: Lang): string {
   const inForce = chains.find(chainInForce);
   const top = inForce ?? chains[0]!;
   let tag: string;
-  if (!inForce) tag = b.subjectEnded;
-  else if (inForce.level === 'unknown') tag = b.levelTag(null);
+  // Over, in the words of the sections' headings: cancelled, ended, or both kinds.
+  if (!inForce) {
+    const cancelled = chains.filter((c) => c.change === 'cancelled').length;
+    tag =
+      cancelled === 0
+        ? b.subjectEnded
+        : cancelled === chains.length
+          ? b.subjectCancelled
+          : b.subjectCancelledOrEnded;
+  } else if (inForce.level === 'unknown') tag = b.levelTag(null);
   else tag = b.levelTag(lang === 'zh' ? inForce.level : LEVEL_EN[inForce.level]);
   return `${tag}${b.count(chains.length)}${LABELS[lang].colon}${subjectTitle(top.latest)}${b.subjectMore(chains.length - 1)}`;
 }

@@ -190,11 +190,28 @@ describe('renderEmailMessage: several notifications', () => {
       note('C', 'cancel', 2, { supersedes: ['X'], lang: 'en' }),
     ];
     expect(renderEmailMessage(message(over)).subject).toBe(
-      'Ended: 2 warnings: 红色预警 R (Hangzhou) and 1 more',
+      'Cancelled or ended: 2 warnings: 红色预警 R (Hangzhou) and 1 more',
     );
     const zh = [note('R', 'expired', 1, { level: '红色' }), note('O', 'expired', 2)];
     expect(renderEmailMessage(message(zh)).subject).toBe(
       '【已结束】2 条预警：红色预警 R（杭州）等',
+    );
+  });
+
+  it('says "cancelled" in the subject when every section is headed so', () => {
+    const cancelled = [
+      note('R', 'cancel', 1, { level: '红色', supersedes: ['X'], lang: 'en' }),
+      note('C', 'cancel', 2, { supersedes: ['Y'], lang: 'en' }),
+    ];
+    const email = renderEmailMessage(message(cancelled));
+    expect(email.subject).toBe('Cancelled: 2 warnings: 红色预警 R (Hangzhou) and 1 more');
+    expect(email.text.match(/^== \d\. Warning cancelled: /gm)).toHaveLength(2);
+    const zh = [
+      note('R', 'cancel', 1, { level: '红色', supersedes: ['X'] }),
+      note('C', 'cancel', 2, { supersedes: ['Y'] }),
+    ];
+    expect(renderEmailMessage(message(zh)).subject).toBe(
+      '【已解除】2 条预警：红色预警 R（杭州）等',
     );
   });
 
