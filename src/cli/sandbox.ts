@@ -87,5 +87,7 @@ WEBHOOK_ALLOW_PRIVATE=true
     robot.close(),
     sim.close(),
   ]);
+  // A browser's or a sender's kept-alive connection must not keep Ctrl-C from ending it.
+  setTimeout(() => process.exit(0), 2000).unref();
   return 0;
 }

@@ -116,6 +116,10 @@ export async function startInbox(
   return {
     url: `http://127.0.0.1:${bound}/`,
     server,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

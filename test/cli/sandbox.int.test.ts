@@ -39,7 +39,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
-  sandbox?.kill('SIGINT');
+  if (sandbox?.exitCode === null) sandbox.kill('SIGKILL');
   await database?.drop();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -100,5 +100,11 @@ describe('qwn sandbox', () => {
     await expect
       .poll(() => readFileSync(join(dir, 'box', 'mail', 'index.html'), 'utf8'))
       .toContain('me@example.com');
+  });
+
+  it('stops on Ctrl-C, with connections still open to it', async () => {
+    const exited = new Promise<number | null>((done) => sandbox.once('exit', (code) => done(code)));
+    sandbox.kill('SIGINT');
+    expect(await exited).toBe(0);
   });
 });
