@@ -8,8 +8,9 @@ import {
   type Message,
 } from '../domain/message-render.js';
 import { ATTRIBUTION, type Notification } from '../domain/render.js';
-import { renderRobotBody, type RobotVendor } from '../domain/robot-render.js';
+import { renderRobotBody } from '../domain/robot-render.js';
 import type { Warning } from '../domain/warning.js';
+import type { SubscriberAddress } from '../pipeline/take-messages.js';
 import { robotsDescribedAs, subscriberMatches } from './deliveries.js';
 
 /**
@@ -18,19 +19,8 @@ import { robotsDescribedAs, subscriberMatches } from './deliveries.js';
  * with the pipeline's own renderers.
  */
 
-export interface PreviewSubscriber {
-  id: string;
+export interface PreviewSubscriber extends SubscriberAddress {
   name: string | null;
-  email: string | null;
-  webhook_url: string | null;
-  webhook_secret: string | null;
-  robot_kind: RobotVendor | null;
-  robot_url: string | null;
-  robot_secret: string | null;
-  lang: 'zh' | 'en';
-  active: boolean;
-  unsubscribed: boolean;
-  disabled_reason: string | null;
   place: { id: string; name: string; name_en: string | null; tz: string } | null;
 }
 
@@ -45,7 +35,7 @@ export async function findSubscriber(db: Db, who: string): Promise<PreviewSubscr
   const text = who.trim();
   return queryRows<PreviewSubscriber>(
     db,
-    sql`SELECT s.id, s.name, s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
+    sql`SELECT s.id AS subscriber_id, s.name, s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
           s.robot_secret, s.lang, s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed,
           s.disabled_reason,
           (SELECT json_build_object('id', p.id, 'name', p.name, 'name_en', p.name_en, 'tz', p.tz)

@@ -2,12 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { channelOf, previewMessage, sampleWarning } from '../admin/preview.js';
-import { attemptRobotMessage } from '../channels/robot-delivery.js';
-import { describeRobot, robotCredential } from '../channels/robot-identity.js';
-import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
 import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger, registerSecret, scrub } from '../logger.js';
+import { sendThroughChannel } from '../pipeline/deliver.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { parseCommandLine, UsageError } from './command.js';
 import { oneSubscriber } from './preview.js';
@@ -51,33 +49,14 @@ export async function run(argv: string[]): Promise<number> {
     const message = previewMessage(sub, sampleWarning(sub, now, true), 'new', now, id);
     let ok = true;
     let detail: string;
+    if (channel === 'webhook') registerSecret(sub.webhook_secret ?? undefined);
     try {
-      if (channel === 'email') {
-        const sent = await ctx.mailer.send(sub.email!, message, {
-          unsubscribeUrl: unsubscribeUrl(config, { id: sub.id, email: sub.email }),
-        });
-        detail = `accepted by the SMTP server: ${sent.response}`;
-      } else if (channel === 'webhook') {
-        registerSecret(sub.webhook_secret ?? undefined);
-        const sent = await ctx.webhooks.send(
-          { url: sub.webhook_url!, secret: sub.webhook_secret! },
-          message,
-        );
-        detail = `the webhook answered ${sent.status}`;
+      const sent = await sendThroughChannel(ctx, channel, sub, message);
+      if (sent.outcome === 'wait') {
+        ok = false;
+        detail = `the robot's rate limit is reached: try again in ${Math.ceil(sent.waitMs / 1000)} s`;
       } else {
-        registerSecret(robotCredential(sub.robot_url!));
-        registerSecret(sub.robot_secret ?? undefined);
-        const attempt = await attemptRobotMessage(
-          ctx.robots,
-          { vendor: sub.robot_kind!, url: sub.robot_url!, secret: sub.robot_secret },
-          message,
-        );
-        if (attempt.outcome === 'wait') {
-          ok = false;
-          detail = `the robot's rate limit is reached: try again in ${Math.ceil(attempt.waitMs / 1000)} s`;
-        } else {
-          detail = `the robot ${describeRobot(sub.robot_url!)} took the post`;
-        }
+        detail = sent.answer;
       }
     } catch (err) {
       ok = false;
@@ -85,7 +64,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     await ctx.db.execute(
       sql`INSERT INTO test_sends (id, subscriber_id, channel, sent_at, ok, detail)
-          VALUES (${id}, ${sub.id}, ${channel}, ${now}, ${ok}, ${detail})`,
+          VALUES (${id}, ${sub.subscriber_id}, ${channel}, ${now}, ${ok}, ${detail})`,
     );
     console.log(`${ok ? 'sent' : 'not sent'}: test message ${id} by ${channel}: ${detail}`);
     return ok ? 0 : 1;

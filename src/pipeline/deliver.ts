@@ -32,8 +32,8 @@ import {
   CLAIM_SECONDS,
   claimMessages,
   type CarriedNotification,
-  type ClaimedMessage,
   type Outgoing,
+  type SubscriberAddress,
 } from './take-messages.js';
 
 /**
@@ -324,26 +324,9 @@ async function attempt(
   if (message.channel === 'robot') await splitOversized(ctx, log, message);
   const send = async (): Promise<Failure | RobotWait | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
-    const content = contentOf(message);
     try {
-      if (message.channel === 'robot') {
-        const robot = robotTarget(message);
-        const result = await attemptRobotMessage(ctx.robots, robot, content);
-        if (result.outcome === 'wait') return result;
-      } else if (message.channel === 'email') {
-        await ctx.mailer.send(message.email!, content, {
-          unsubscribeUrl: unsubscribeUrl(ctx.config, {
-            id: message.subscriber_id,
-            email: message.email,
-          }),
-        });
-      } else {
-        await ctx.webhooks.send(
-          { url: message.webhook_url!, secret: message.webhook_secret! },
-          content,
-        );
-      }
-      return 'sent';
+      const result = await sendThroughChannel(ctx, message.channel, message, contentOf(message));
+      return result.outcome === 'wait' ? result : 'sent';
     } catch (err) {
       return classify(err);
     }
@@ -433,14 +416,43 @@ interface RobotWait {
 }
 
 /** The robot of a robot subscriber; its credential and secret are scrubbed from every log. */
-function robotTarget(message: ClaimedMessage): {
+function robotTarget(to: SubscriberAddress): {
   vendor: RobotVendor;
   url: string;
   secret: string | null;
 } {
-  registerSecret(robotCredential(message.robot_url!));
-  registerSecret(message.robot_secret ?? undefined);
-  return { vendor: message.robot_kind!, url: message.robot_url!, secret: message.robot_secret };
+  registerSecret(robotCredential(to.robot_url!));
+  registerSecret(to.robot_secret ?? undefined);
+  return { vendor: to.robot_kind!, url: to.robot_url!, secret: to.robot_secret };
+}
+
+/**
+ * One send of `content` to a subscriber through their channel, the channel's errors thrown as it
+ * classified them: the deliver job's attempt, and `qwn test-send`'s. `answer` is what the
+ * receiving end said, for an operator.
+ */
+export async function sendThroughChannel(
+  ctx: Pick<PipelineContext, 'config' | 'mailer' | 'webhooks' | 'robots'>,
+  channel: Channel,
+  to: SubscriberAddress,
+  content: Message,
+): Promise<{ outcome: 'sent'; answer: string } | RobotWait> {
+  if (channel === 'robot') {
+    const result = await attemptRobotMessage(ctx.robots, robotTarget(to), content);
+    if (result.outcome === 'wait') return result;
+    return { outcome: 'sent', answer: `the robot ${result.robot} took the post` };
+  }
+  if (channel === 'email') {
+    const sent = await ctx.mailer.send(to.email!, content, {
+      unsubscribeUrl: unsubscribeUrl(ctx.config, { id: to.subscriber_id, email: to.email }),
+    });
+    return { outcome: 'sent', answer: `accepted by the SMTP server: ${sent.response}` };
+  }
+  const sent = await ctx.webhooks.send(
+    { url: to.webhook_url!, secret: to.webhook_secret! },
+    content,
+  );
+  return { outcome: 'sent', answer: `the webhook answered ${sent.status}` };
 }
 
 /**

@@ -24,12 +24,11 @@ export const CLAIM_SECONDS = 120;
 /** A deliver job may fire a moment before the row's time (clocks of app and database). */
 const EARLY_TOLERANCE_SECONDS = 5;
 
-/** A claimed message, with its subscriber. */
-export interface ClaimedMessage {
-  id: string;
-  attempts: number;
-  channel: Channel;
-  hold: Hold | null;
+/**
+ * Where a subscriber is sent to and whether they may be: what the deliver job and
+ * `qwn test-send` read of a subscriber (src/pipeline/deliver.ts, sendThroughChannel).
+ */
+export interface SubscriberAddress {
   subscriber_id: string;
   email: string | null;
   webhook_url: string | null;
@@ -41,6 +40,14 @@ export interface ClaimedMessage {
   active: boolean;
   unsubscribed: boolean;
   disabled_reason: string | null;
+}
+
+/** A claimed message, with its subscriber. */
+export interface ClaimedMessage extends SubscriberAddress {
+  id: string;
+  attempts: number;
+  channel: Channel;
+  hold: Hold | null;
   quiet_from: string | null;
   quiet_to: string | null;
 }
