@@ -11,15 +11,22 @@ export interface ScratchDatabase {
 
 /**
  * Creates `<prefix>_<random hex>` on the server `serverUrl` points at (any database there
- * serves to connect). Several runs on one server never meet.
+ * serves to connect). Several runs on one server never meet. With `template`, the new database
+ * is a copy of that one (which must have no session open on it).
  */
 export async function createScratchDatabase(
   serverUrl: string,
   prefix: string,
+  options: { template?: string } = {},
 ): Promise<ScratchDatabase> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  // The name is ours (letters, digits, _): safe to put in the statements.
-  await withClient(serverUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+  const template = options.template;
+  if (template !== undefined && !/^[a-z0-9_]+$/.test(template)) {
+    throw new Error(`createScratchDatabase: not a scratch database name: ${template}`);
+  }
+  // The names are ours (letters, digits, _): safe to put in the statements.
+  const copy = template === undefined ? '' : ` TEMPLATE ${template}`;
+  await withClient(serverUrl, (c) => c.query(`CREATE DATABASE ${name}${copy}`));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {

@@ -1,5 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
+import type { TestProject } from 'vitest/node';
+import { openPostgres } from '../../src/db/client.js';
+import { createScratchDatabase } from '../../src/db/scratch.js';
+import { ADMIN_URL } from './postgres-server.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The run's migrated database, which createTestDatabase copies. */
+    migratedTemplate: string;
+  }
+}
 
 /** Integration tests need the local Postgres and Redis; say so plainly when one is missing. */
 function answers(port: number, host = '127.0.0.1'): Promise<boolean> {
@@ -18,7 +29,7 @@ function answers(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-export default async function setup(): Promise<void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // The processes tests spawn run the compiled dist/ (as the image does), built from this
   // checkout's sources: bin/qwn.js would otherwise fall back to compiling through tsx each time.
   execFileSync(process.execPath, ['scripts/build.mjs', '--quiet'], { stdio: 'inherit' });
@@ -28,4 +39,14 @@ export default async function setup(): Promise<void> {
   if (missing.length > 0) {
     throw new Error(`integration tests need ${missing.join(' and ')} (.ci/run starts them)`);
   }
+  // Migrated once here, copied by each file: nobody may stay connected to it, or the copies fail.
+  const template = await createScratchDatabase(ADMIN_URL, 'qwn_template');
+  const database = openPostgres(template.url, { poolSize: 1, applicationName: 'qwn template' });
+  try {
+    await database.migrate();
+  } finally {
+    await database.close();
+  }
+  project.provide('migratedTemplate', template.name);
+  return template.drop;
 }
