@@ -258,7 +258,13 @@ async function waitForChecks(env: ScenarioEnv, what: string, cycleId: string) {
       env.ctx.db,
       sql`SELECT status FROM poll_cycles WHERE id = ${cycleId}`,
     );
-    return row?.status !== 'running';
+    if (row?.status === 'running') return false;
+    // A cycle is complete once its last check is counted; that check's job still releases the
+    // cycle's messages after. Measuring begins only when no check job is left: a check still
+    // running would be the next cycle's cost, or lose its connection to the statistics flush
+    // and be retried, asking the upstream again.
+    const counts = await env.ctx.queues.check.getJobCounts('active', 'wait', 'delayed');
+    return Object.values(counts).every((n) => n === 0);
   });
 }
 
