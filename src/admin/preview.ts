@@ -21,6 +21,8 @@ import { robotsDescribedAs, subscriberMatches } from './deliveries.js';
 
 export interface PreviewSubscriber extends SubscriberAddress {
   name: string | null;
+  /** The subscriber's own time zone; null: the place's. */
+  timezone: string | null;
   place: { id: string; name: string; name_en: string | null; tz: string } | null;
 }
 
@@ -37,7 +39,7 @@ export async function findSubscriber(db: Db, who: string): Promise<PreviewSubscr
     db,
     sql`SELECT s.id AS subscriber_id, s.name, s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
           s.robot_secret, s.lang, s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed,
-          s.disabled_reason,
+          s.disabled_reason, s.timezone,
           (SELECT json_build_object('id', p.id, 'name', p.name, 'name_en', p.name_en, 'tz', p.tz)
            FROM subscriptions x JOIN places p ON p.id = x.place_id
            WHERE x.subscriber_id = s.id ORDER BY p.name, p.id LIMIT 1) AS place
@@ -126,7 +128,7 @@ export function previewMessage(
     location: {
       id: place.id,
       name: sub.lang === 'en' ? (place.name_en ?? place.name) : place.name,
-      tz: place.tz,
+      tz: sub.timezone ?? place.tz,
     },
     warning,
     supersedes: warning.related ?? [],

@@ -21,7 +21,10 @@ export interface Notification {
   readonly eventType: EventType;
   /** When the event was detected. */
   readonly occurredAt: Date;
-  /** `tz` is an IANA zone such as Asia/Shanghai; times are shown in it. */
+  /**
+   * `tz` is an IANA zone such as Asia/Shanghai, the one times are shown in: the subscriber's
+   * own, else the place's.
+   */
   readonly location: { readonly id: string; readonly name: string; readonly tz: string };
   readonly warning: Warning;
   /** Earlier warning ids this one updates or cancels. */

@@ -73,7 +73,15 @@ export type JobLease = () => Promise<boolean>;
 /** Longest last_error kept in the ledger: enough for an SMTP reply, bounded for a listing. */
 const MAX_ERROR_LENGTH = 1000;
 
-export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): Notification {
+/**
+ * A carried notification as its reader sees it: in their language, its times in `timeZone` (the
+ * subscriber's own zone) or, without one, in its place's.
+ */
+export function notificationFor(
+  row: CarriedNotification,
+  lang: 'zh' | 'en',
+  timeZone: string | null,
+): Notification {
   const record = { ...row.record, raw: null };
   // An English subscriber reads the upstream's English, else English names and the original
   // text marked as Chinese (README, promises).
@@ -86,7 +94,7 @@ export function notificationFor(row: CarriedNotification, lang: 'zh' | 'en'): No
     location: {
       id: row.place_id,
       name: placeName ?? row.place_id,
-      tz: row.place_tz ?? 'Asia/Shanghai',
+      tz: timeZone ?? row.place_tz ?? 'Asia/Shanghai',
     },
     warning: shown.warning,
     ...(shown.textInChinese ? { textInChinese: true } : {}),
@@ -105,7 +113,9 @@ export function contentOf(message: Outgoing): Message {
   return {
     id: message.id,
     hold: message.hold,
-    notifications: message.notifications.map((n) => notificationFor(n, message.lang)),
+    notifications: message.notifications.map((n) =>
+      notificationFor(n, message.lang, message.timezone),
+    ),
     // What a "while you were away" heading names.
     ...(message.quiet_from && message.quiet_to
       ? { quietHours: { from: message.quiet_from, to: message.quiet_to } }

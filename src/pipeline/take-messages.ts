@@ -50,6 +50,8 @@ export interface ClaimedMessage extends SubscriberAddress {
   hold: Hold | null;
   quiet_from: string | null;
   quiet_to: string | null;
+  /** The subscriber's own time zone (seed `timezone`); null: each place's. */
+  timezone: string | null;
 }
 
 /** A notification of a claimed message, as its rendering needs it. */
@@ -213,7 +215,7 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined):
                s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
                s.robot_secret, s.lang, s.active, s.disabled_reason,
                s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to,
-               n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
+               s.timezone, n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
                n.place_id AS n_place_id, n.event_id AS n_event_id, n.record AS n_record,
                n.supersedes AS n_supersedes, n.attributions AS n_attributions,
                n.detected_at AS n_detected_at, n.in_force AS n_in_force,
@@ -248,6 +250,7 @@ function messageOfRow(r: TakenRow): Outgoing {
     disabled_reason: r.disabled_reason,
     quiet_from: r.quiet_from,
     quiet_to: r.quiet_to,
+    timezone: r.timezone,
     owned: r.owned,
     deferred: r.deferred,
     notifications: [],

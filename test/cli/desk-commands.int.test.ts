@@ -73,6 +73,22 @@ describe('qwn subscribers, qwn preview, qwn test-send', () => {
     );
   });
 
+  it("previews times in the subscriber's own time zone", async () => {
+    const before = await h.qwn(['preview', 'desk@example.com']);
+    expect(before.stdout).toMatch(/\(GMT\+8\)/);
+    await h.database.db.execute(
+      sql`UPDATE subscribers SET timezone = 'Asia/Kolkata' WHERE id = ${deskId}`,
+    );
+    try {
+      const after = await h.qwn(['preview', 'desk@example.com']);
+      expect(after.code, after.stderr).toBe(0);
+      expect(after.stdout).toMatch(/\(GMT\+5:30\)/);
+      expect(after.stdout).not.toMatch(/\(GMT\+8\)/);
+    } finally {
+      await h.database.db.execute(sql`UPDATE subscribers SET timezone = NULL WHERE id = ${deskId}`);
+    }
+  });
+
   it('sends one marked test message through the real channel, recorded apart from the ledger', async () => {
     const mail = await h.qwn(['test-send', 'desk@example.com']);
     expect(mail.code, mail.stderr).toBe(0);
