@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
-// The fault suite runs for minutes and loads the machine: it runs only when asked for by name
-// (`npm run test:faults`), never as part of a plain `vitest run` (`npm test`).
-const faultsAsked = process.argv.some(
-  (arg, i, all) => arg === '--project=faults' || (arg === '--project' && all[i + 1] === 'faults'),
-);
+// The fault suite runs for minutes and loads the machine, and the browser tests need Debian's
+// chromium: each runs only when asked for by name (`npm run test:faults`, `npm run
+// test:browser`), never as part of a plain `vitest run` (`npm test`).
+const asked = (name: string) =>
+  process.argv.some(
+    (arg, i, all) => arg === `--project=${name}` || (arg === '--project' && all[i + 1] === name),
+  );
 
 // Unit tests are pure and fast; integration tests talk to the real Postgres and Redis that
 // `.ci/run` guarantees, each file with its own database and BullMQ prefix (STYLE §10).
@@ -41,7 +43,7 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
         },
       },
-      ...(faultsAsked
+      ...(asked('faults')
         ? [
             {
               // Real worker processes under injected faults (docs/RELIABILITY.md), one file at
@@ -54,6 +56,22 @@ export default defineConfig({
                 hookTimeout: 60_000,
                 fileParallelism: false,
                 sequence: { groupOrder: 2 },
+                globalSetup: ['test/support/global-setup.ts'],
+              },
+            },
+          ]
+        : []),
+      ...(asked('browser')
+        ? [
+            {
+              // The pages people open, in a real browser (test/browser/pages.browser.test.ts).
+              test: {
+                name: 'browser',
+                include: ['test/browser/**/*.browser.test.ts'],
+                env: { TZ: 'UTC' },
+                testTimeout: 60_000,
+                hookTimeout: 60_000,
+                sequence: { groupOrder: 3 },
                 globalSetup: ['test/support/global-setup.ts'],
               },
             },
