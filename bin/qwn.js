@@ -20,7 +20,7 @@ function distIsCurrent() {
 }
 
 if (distIsCurrent()) {
-  await import('../dist/cli.js');
+  await import('../dist/main.js');
 } else {
   let register;
   try {
@@ -32,5 +32,5 @@ if (distIsCurrent()) {
     process.exit(1);
   }
   register();
-  await import('../src/cli.ts');
+  await import('../src/main.ts');
 }

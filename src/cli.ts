@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { ConfigError, loadConfig, MissingSettingError, readEnvironment } from './config.js';
+import { ConfigError, loadConfig, MissingSettingError } from './config.js';
 import { scrub } from './logger.js';
 import {
   explainConnectionFailure,
@@ -7,10 +7,12 @@ import {
   ServiceUnreachableError,
 } from './ops/connection-failure.js';
 import { missingDevelopmentPackage, UsageError, type CommandModule } from './cli/command.js';
+import type { CliIo } from './cli/io.js';
 
 /**
- * The `qwn` command (docs/operations.md). Each command lives in `src/cli/<name>.ts`, loaded only
- * when used so that `qwn lookup` does not pay for BullMQ or Postgres.
+ * The `qwn` command (docs/operations.md); src/main.ts runs it in the process. Each command lives in
+ * `src/cli/<name>.ts`, loaded only when used so that `qwn lookup` does not pay for BullMQ or
+ * Postgres.
  */
 const COMMANDS: Record<string, { summary: string; load: () => Promise<CommandModule> }> = {
   migrate: { summary: 'apply migrations/ to DATABASE_URL', load: () => import('./cli/migrate.js') },
@@ -69,46 +71,57 @@ function usage(): string {
   ].join('\n');
 }
 
-async function main(argv: string[]): Promise<number> {
+/** `qwn <argv>`: its exit code. Every failure is one line on `io.err`, never a stack trace. */
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    return await runCommand(argv, io);
+  } catch (err) {
+    const { failureMessage } = await import('./db/problems.js');
+    io.err(`qwn: ${scrub(failureMessage(err))}`);
+    return 1;
+  }
+}
+
+async function runCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
   if (name === '--version' || name === '-V' || name === 'version') {
     const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
-    console.log(`qwn ${version} (Node ${process.versions.node})`);
+    io.out(`qwn ${version} (Node ${process.versions.node})`);
     return 0;
   }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    console.log(usage());
+    io.out(usage());
     return name ? 0 : 2;
   }
   const command = COMMANDS[name];
   if (!command) {
-    console.error(`qwn: unknown command "${name}"\n\n${usage()}`);
+    io.err(`qwn: unknown command "${name}"\n\n${usage()}`);
     return 2;
   }
   try {
     const mod = await command.load();
-    return await mod.run(rest);
+    return await mod.run(rest, io);
   } catch (err) {
     const missing = missingDevelopmentPackage(err);
     if (missing) {
-      console.error(
+      io.err(
         `qwn ${name}: needs ${missing}, a development dependency that this install left out ` +
           '(npm ci --omit=dev, the image): run it from a full install (npm install)',
       );
       return 1;
     }
     if (err instanceof UsageError || err instanceof MissingSettingError) {
-      console.error(`qwn ${name}: ${err.message}`);
+      io.err(`qwn ${name}: ${err.message}`);
       return 2;
     }
     if (err instanceof ConfigError) {
-      console.error(`qwn ${name}: configuration error\n${err.message}`);
+      io.err(`qwn ${name}: configuration error\n${err.message}`);
       return 2;
     }
     const unreachable =
-      err instanceof ServiceUnreachableError ? err.message : explainWithConfiguration(err);
+      err instanceof ServiceUnreachableError ? err.message : explainWithConfiguration(err, io);
     if (unreachable) {
-      console.error(`qwn ${name}: ${scrub(unreachable)}`);
+      io.err(`qwn ${name}: ${scrub(unreachable)}`);
       return 1;
     }
     // Loaded on failure only: `qwn lookup` does not pay for Postgres's modules.
@@ -116,7 +129,7 @@ async function main(argv: string[]): Promise<number> {
     const { PortInUseError } = await import('./ops/http-server.js');
     const problem = err instanceof PortInUseError ? err.message : databaseProblem(err);
     if (problem) {
-      console.error(`qwn ${name}: ${problem}`);
+      io.err(`qwn ${name}: ${problem}`);
       return 1;
     }
     throw err;
@@ -124,21 +137,10 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** A failure to reach Postgres or Redis, said with the setting that points there. */
-function explainWithConfiguration(err: unknown): string | null {
+function explainWithConfiguration(err: unknown, io: CliIo): string | null {
   try {
-    return explainConnectionFailure(err, serviceEndpoints(loadConfig(readEnvironment())));
+    return explainConnectionFailure(err, serviceEndpoints(loadConfig(io.env)));
   } catch {
     return null;
   }
 }
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  async (err: unknown) => {
-    const { failureMessage } = await import('./db/problems.js');
-    console.error(`qwn: ${scrub(failureMessage(err))}`);
-    process.exitCode = 1;
-  },
-);

@@ -260,9 +260,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   });
 }
 
-/** The process environment merged over a `.env` file in the working directory (env wins). */
-export function readEnvironment(cwd: string = process.cwd()): Record<string, string | undefined> {
+/** The environment (the process's) merged over a `.env` file in the working directory (env wins). */
+export function readEnvironment(
+  cwd: string = process.cwd(),
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Record<string, string | undefined> {
   const file = resolve(cwd, '.env');
   const fromFile = existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
-  return { ...fromFile, ...process.env };
+  return { ...fromFile, ...env };
 }

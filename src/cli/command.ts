@@ -1,7 +1,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { CliIo } from './io.js';
+
 /** What every `src/cli/<name>.ts` exports: run with the arguments after the command name. */
 export interface CommandModule {
-  run(argv: string[]): Promise<number>;
+  run(argv: string[], io: CliIo): Promise<number>;
 }
 
 /** A mistake in the command line itself: printed as one line, exit code 2. */

@@ -9,11 +9,12 @@ import {
   type DeliveryListing,
   type DeliveryStatus,
 } from '../admin/deliveries.js';
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { parseCommandLine, UsageError } from './command.js';
-import { instantOfWallTime, localTime, terminalZone, utcOfWallTime } from './local-time.js';
+import { instantOfWallTime, localTime, utcOfWallTime } from './local-time.js';
 import { formatTable, type Column } from './table.js';
+import type { CliIo } from './io.js';
 
 const USAGE =
   'usage: qwn deliveries [--status held|pending|sent|retrying|dead] ' +
@@ -25,12 +26,12 @@ const ERROR_WIDTH = 60;
 const MAX_LIMIT = 100_000;
 
 /** A time of the ledger as the terminal shows it (`local-time.ts`). */
-export function shortTime(date: Date | null, timeZone: string = terminalZone()): string {
+export function shortTime(date: Date | null, timeZone: string): string {
   return localTime(date, timeZone);
 }
 
 /** An ISO 8601 time for --since; a date or a time without an offset is the terminal's. */
-export function parseSince(value: string, timeZone: string = terminalZone()): Date {
+export function parseSince(value: string, timeZone: string): Date {
   return parseTime(value, '--since', timeZone);
 }
 
@@ -38,7 +39,7 @@ export function parseSince(value: string, timeZone: string = terminalZone()): Da
  * An ISO 8601 time for a time option: `2026-07-01`, `2026-07-01 08:00[:30[.250]]`, with `T` or a
  * space, and an offset (`Z`, `+08:00`, `-0500`) or none, which means the terminal's zone (`TZ`).
  */
-export function parseTime(value: string, flag: string, timeZone: string = terminalZone()): Date {
+export function parseTime(value: string, flag: string, timeZone: string): Date {
   const match =
     /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3})\d*)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i.exec(
       value.trim(),
@@ -83,30 +84,35 @@ export function parseStatus(value: string): DeliveryStatus {
   return value;
 }
 
-/** The ledger's columns: each notification and its message; `qwn redeliver` shows a subset. */
-export const LEDGER_COLUMNS: readonly Column<DeliveryListing>[] = [
-  { header: 'id', value: (d) => d.id },
-  { header: 'message', value: (d) => d.messageId },
-  { header: 'created', value: (d) => shortTime(d.createdAt) },
-  {
-    header: 'status',
-    value: (d) => (d.hold && d.status === 'held' ? `held (${d.hold})` : d.status),
-  },
-  { header: 'attempts', value: (d) => d.attempts, align: 'right' },
-  { header: 'channel', value: (d) => d.robotKind ?? d.channel },
-  {
-    header: 'subscriber',
-    value: (d) => (d.subscriberActive ? d.subscriber : `${d.subscriber} (off)`),
-  },
-  { header: 'place', value: (d) => d.placeName ?? d.placeId },
-  { header: 'event', value: (d) => d.eventType },
-  { header: 'warning', value: (d) => d.warningId },
-  { header: 'next attempt', value: (d) => shortTime(d.nextAttemptAt) },
-  { header: 'last error', value: (d) => cutShort(d.lastError, ERROR_WIDTH) },
-];
+/**
+ * The ledger's columns, times in `timeZone`: each notification and its message; `qwn redeliver`
+ * shows a subset.
+ */
+export function ledgerColumns(timeZone: string): readonly Column<DeliveryListing>[] {
+  return [
+    { header: 'id', value: (d) => d.id },
+    { header: 'message', value: (d) => d.messageId },
+    { header: 'created', value: (d) => shortTime(d.createdAt, timeZone) },
+    {
+      header: 'status',
+      value: (d) => (d.hold && d.status === 'held' ? `held (${d.hold})` : d.status),
+    },
+    { header: 'attempts', value: (d) => d.attempts, align: 'right' },
+    { header: 'channel', value: (d) => d.robotKind ?? d.channel },
+    {
+      header: 'subscriber',
+      value: (d) => (d.subscriberActive ? d.subscriber : `${d.subscriber} (off)`),
+    },
+    { header: 'place', value: (d) => d.placeName ?? d.placeId },
+    { header: 'event', value: (d) => d.eventType },
+    { header: 'warning', value: (d) => d.warningId },
+    { header: 'next attempt', value: (d) => shortTime(d.nextAttemptAt, timeZone) },
+    { header: 'last error', value: (d) => cutShort(d.lastError, ERROR_WIDTH) },
+  ];
+}
 
-export function formatDeliveries(rows: readonly DeliveryListing[]): string {
-  return formatTable(rows, LEDGER_COLUMNS);
+export function formatDeliveries(rows: readonly DeliveryListing[], timeZone: string): string {
+  return formatTable(rows, ledgerColumns(timeZone));
 }
 
 function deliveriesJson(rows: readonly DeliveryListing[]): string {
@@ -123,7 +129,7 @@ function deliveriesJson(rows: readonly DeliveryListing[]): string {
 }
 
 /** `qwn deliveries`: the notifications and their messages, newest first (docs/operations.md). */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(
     argv,
     {
@@ -137,15 +143,15 @@ export async function run(argv: string[]): Promise<number> {
     'deliveries',
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
 
   const filter: DeliveryFilter = { limit: DEFAULT_LIST_LIMIT };
   if (values.status !== undefined) filter.status = parseStatus(values.status);
   if (values.subscriber !== undefined) filter.subscriber = values.subscriber.trim();
-  if (values.since !== undefined) filter.since = parseSince(values.since);
-  if (values.until !== undefined) filter.until = parseTime(values.until, '--until');
+  if (values.since !== undefined) filter.since = parseSince(values.since, io.timeZone);
+  if (values.until !== undefined) filter.until = parseTime(values.until, '--until', io.timeZone);
   if (filter.since && filter.until && filter.since >= filter.until) {
     throw new UsageError('--since must be earlier than --until');
   }
@@ -157,7 +163,7 @@ export async function run(argv: string[]): Promise<number> {
     filter.limit = limit;
   }
 
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, {
     poolSize: 1,
@@ -166,17 +172,17 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const rows = await listDeliveries(database.db, filter);
     if (values.json) {
-      console.log(deliveriesJson(rows));
+      io.out(deliveriesJson(rows));
     } else if (rows.length === 0) {
       if (filter.subscriber && !(await subscriberKnown(database.db, filter.subscriber))) {
-        console.error(
+        io.err(
           `qwn deliveries: no subscriber has the email, webhook URL, name or id "${filter.subscriber}"`,
         );
         return 1;
       }
-      console.log('No deliveries match.');
+      io.out('No deliveries match.');
     } else {
-      console.log(formatDeliveries(rows));
+      io.out(formatDeliveries(rows, io.timeZone));
     }
     return 0;
   } finally {

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
-import { readEnvironment } from '../config.js';
+import {} from '../config.js';
 import { DemoDatabaseError } from '../demo/database.js';
 import { RedisUnavailableError } from '../demo/redis.js';
 import { DemoFailedError, DemoInterruptedError, runDemo } from '../demo/run.js';
 import { scrub } from '../logger.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn demo [--mail-dir DIR]';
 
@@ -38,10 +39,10 @@ function timestamp(now: Date): string {
  * `qwn demo` (docs/operations.md): the whole pipeline on built-in defaults. Exit 0 when the story ran
  * to its end, 1 when something it needs is missing or a cycle failed, 130 on SIGINT.
  */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(argv, { 'mail-dir': { type: 'string' } }, 'demo');
   if (values.help) {
-    console.log(HELP);
+    io.out(HELP);
     return 0;
   }
   // One folder per run, so the messages of one story stay together.
@@ -53,15 +54,15 @@ export async function run(argv: string[]): Promise<number> {
       // A second signal means now: the exit hook still stops a redis-server the demo started.
       process.exit(130);
     }
-    console.error('qwn demo: interrupted, stopping everything it started…');
+    io.err('qwn demo: interrupted, stopping everything it started…');
     interrupt.abort();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
     await runDemo({
-      env: readEnvironment(),
-      print: (line) => console.log(line),
+      env: io.env,
+      print: (line) => io.out(line),
       mailDir,
       signal: interrupt.signal,
     });
@@ -73,7 +74,7 @@ export async function run(argv: string[]): Promise<number> {
       err instanceof DemoDatabaseError ||
       err instanceof DemoFailedError
     ) {
-      console.error(`qwn demo: ${scrub(err.message)}`);
+      io.err(`qwn demo: ${scrub(err.message)}`);
       return 1;
     }
     throw err;

@@ -4,8 +4,16 @@
  * elsewhere still says which instant it means.
  */
 
-/** The zone the CLI speaks: TZ or the system's. */
-export function terminalZone(): string {
+/** The zone the CLI speaks: `tz` (the setting TZ) when it names one, else the system's. */
+export function terminalZone(tz?: string): string {
+  if (tz) {
+    try {
+      return new Intl.DateTimeFormat('en-US', { timeZone: tz.replace(/^:/, '') }).resolvedOptions()
+        .timeZone;
+    } catch {
+      // Not a zone ICU knows (a POSIX rule such as "CST-8"): the process's own reading of it.
+    }
+  }
   return Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
 
@@ -61,7 +69,7 @@ function wallClock(date: Date, timeZone: string): WallClock {
 }
 
 /** `2026-07-01 16:00:00+08:00`: to the second, in `timeZone`, its offset written out. */
-export function localTime(date: Date | null, timeZone: string = terminalZone()): string {
+export function localTime(date: Date | null, timeZone: string): string {
   if (!date) return '';
   const w = wallClock(date, timeZone);
   return `${w.year}-${w.month}-${w.day} ${w.hour}:${w.minute}:${w.second}${w.offset}`;

@@ -1,12 +1,13 @@
 import { UsageError } from './command.js';
 import { numberOption, printPlaces, stringOption, withClient } from './qweather-command.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE =
   'usage: qwn lookup <text|Location ID|lon,lat|ADCode> [--adm A] [--range cn] [--number N] [--lang L] [--json]';
 
 /** `qwn lookup`: the city lookup as a table (docs/operations.md). */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     {
@@ -20,14 +21,14 @@ export async function run(argv: string[]): Promise<number> {
     { positionals: true },
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   // Several words are one name ("New York").
   const location = positionals.join(' ').trim();
   if (location === '') throw new UsageError(`a place to look up is required`);
 
-  return withClient('lookup', async (client) => {
+  return withClient('lookup', io, async (client) => {
     const places = await client.lookupCity({
       location,
       adm: stringOption(values.adm),
@@ -35,7 +36,7 @@ export async function run(argv: string[]): Promise<number> {
       number: numberOption(values.number),
       lang: stringOption(values.lang),
     });
-    printPlaces(places, values.json === true, undefined, `No place matches "${location}".`);
+    printPlaces(io, places, values.json === true, undefined, `No place matches "${location}".`);
     return 0;
   });
 }

@@ -1,19 +1,20 @@
-import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
+import { loadConfig, MissingSettingError } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const HELP = `usage: qwn migrate
 
 Applies migrations/ to DATABASE_URL. Safe when several processes start at once: one applies
 them while the others wait, and a database already up to date is left as it is.`;
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(argv, {}, 'migrate');
   if (values.help) {
-    console.log(HELP);
+    io.out(HELP);
     return 0;
   }
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, {
     poolSize: 1,
@@ -21,7 +22,7 @@ export async function run(argv: string[]): Promise<number> {
   });
   try {
     await database.migrate();
-    console.log('migrations applied');
+    io.out('migrations applied');
     return 0;
   } finally {
     await database.close();

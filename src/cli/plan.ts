@@ -1,11 +1,12 @@
 import { sql } from 'drizzle-orm';
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig } from '../config.js';
 import { openPostgres, queryRows } from '../db/client.js';
 import { callPlan, PRICE_SOURCE, type CallVolume } from '../domain/plan.js';
 import { watchedPoints } from '../pipeline/poll-points.js';
 import { currentSource } from '../pipeline/upstream-source.js';
 import { parseCommandLine, UsageError } from './command.js';
 import { formatTable } from './table.js';
+import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn plan [--json]';
 
@@ -14,14 +15,14 @@ const USAGE = 'usage: qwn plan [--json]';
  * (a quiet day and a storm that lists every watched place) and in v1, and the month's price at
  * QWeather's published tiers (src/domain/plan.ts).
  */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(argv, { json: { type: 'boolean' } }, 'plan');
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`takes no arguments; ${USAGE}`);
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, { poolSize: 1, applicationName: 'qwn plan' });
   try {
@@ -51,10 +52,10 @@ export async function run(argv: string[]): Promise<number> {
       prices: PRICE_SOURCE,
     };
     if (values.json) {
-      console.log(JSON.stringify(report));
+      io.out(JSON.stringify(report));
       return 0;
     }
-    console.log(
+    io.out(
       [
         `source in use: ${source} (QWEATHER_ALERT_SOURCE=${config.qweather.alertSource})`,
         `watched places: ${plan.watchedPlaces}; v1 points: ${plan.v1Points} (V1_POINTS=${config.qweather.v1Points})`,

@@ -7,6 +7,7 @@ import {
   withClient,
 } from './qweather-command.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = [
   'usage: qwn poi <text> [--type scenic] [--city C] [--number N] [--lang L] [--json]',
@@ -14,7 +15,7 @@ const USAGE = [
 ].join('\n');
 
 /** `qwn poi`: POI search by name, or around a point (docs/operations.md). */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     {
@@ -30,7 +31,7 @@ export async function run(argv: string[]): Promise<number> {
     { positionals: true },
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   const text = positionals.join(' ').trim();
@@ -52,12 +53,12 @@ export async function run(argv: string[]): Promise<number> {
     lang: stringOption(values.lang),
   };
 
-  return withClient('poi', async (client) => {
+  return withClient('poi', io, async (client) => {
     const pois =
       near === undefined
         ? await client.lookupPoi({ location: text, city: stringOption(values.city), ...common })
         : await client.poiRange({ location: near, radius: numberOption(values.radius), ...common });
-    printPlaces(pois, values.json === true, POI_COLUMNS, 'No points of interest found.');
+    printPlaces(io, pois, values.json === true, POI_COLUMNS, 'No points of interest found.');
     return 0;
   });
 }

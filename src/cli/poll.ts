@@ -1,21 +1,21 @@
-import { pino } from 'pino';
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { runCycleOnce } from '../pipeline/run-once.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn poll --once [--timeout-seconds S]';
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(
     argv,
     { once: { type: 'boolean' }, 'timeout-seconds': { type: 'string' } },
     'poll',
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (!values.once) {
@@ -25,9 +25,9 @@ export async function run(argv: string[]): Promise<number> {
     values['timeout-seconds'] === undefined
       ? undefined
       : positiveSecondsOption(values['timeout-seconds'], 0, '--timeout-seconds');
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   // Logs go to stderr: stdout's last line is the summary a script reads.
-  const logger = createLogger(config.logLevel, pino.destination(2));
+  const logger = createLogger(config.logLevel, io.logs);
   const runtime = createRuntime(config, logger);
   try {
     const redis = endpointOf(config, 'Redis');
@@ -38,7 +38,7 @@ export async function run(argv: string[]): Promise<number> {
       timeoutMs === undefined ? {} : { timeoutMs },
     );
     const { ok, ...line } = summary;
-    console.log(JSON.stringify(line));
+    io.out(JSON.stringify(line));
     return ok ? 0 : 1;
   } finally {
     await runtime.close();

@@ -6,11 +6,12 @@ import {
   storedWarning,
   type PreviewSubscriber,
 } from '../admin/preview.js';
-import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
+import { loadConfig, MissingSettingError } from '../config.js';
 import { openPostgres, type Db } from '../db/client.js';
 import { assertMigrated } from '../db/problems.js';
 import type { EventType } from '../domain/detect.js';
 import { parseCommandLine, UsageError } from './command.js';
+import type { CliIo } from './io.js';
 
 const EVENTS: readonly EventType[] = ['new', 'update', 'cancel', 'expired', 'resumed'];
 
@@ -39,7 +40,7 @@ export async function oneSubscriber(
   return found[0]!;
 }
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     { event: { type: 'string' }, warning: { type: 'string' } },
@@ -47,7 +48,7 @@ export async function run(argv: string[]): Promise<number> {
     { positionals: true },
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (positionals.length !== 1)
@@ -56,7 +57,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!EVENTS.includes(event)) {
     throw new UsageError(`unknown --event "${values.event}"; expected one of ${EVENTS.join(', ')}`);
   }
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, {
     poolSize: 1,
@@ -73,7 +74,7 @@ export async function run(argv: string[]): Promise<number> {
       warning = stored.warning;
       sub = { ...sub, place: stored.place };
     }
-    console.log(renderForTerminal(sub, previewMessage(sub, warning, event, now)));
+    io.out(renderForTerminal(sub, previewMessage(sub, warning, event, now)));
     return 0;
   } finally {
     await database.close();

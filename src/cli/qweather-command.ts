@@ -1,10 +1,10 @@
-import { pino } from 'pino';
-import { loadConfig, readEnvironment, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
 import { createLogger } from '../logger.js';
 import { createClientFromConfig, type QWeatherClient } from '../qweather/client.js';
 import { ParameterError, QWeatherError } from '../qweather/errors.js';
 import type { Place } from '../qweather/normalize.js';
 import { UsageError } from './command.js';
+import type { CliIo } from './io.js';
 import { formatTable, type Column } from './table.js';
 
 /** What the upstream-facing commands (lookup, top, poi, warnings) share. */
@@ -25,9 +25,10 @@ export function stringOption(value: string | boolean | undefined): string | unde
  */
 export async function withClient(
   command: string,
+  io: CliIo,
   body: (client: QWeatherClient, config: Config) => Promise<number>,
 ): Promise<number> {
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.qweather.apiUrl) {
     throw new UsageError(
       'QWEATHER_API_URL is not set: point it at your QWeather API host (or at `qwn simulate`)',
@@ -36,10 +37,7 @@ export async function withClient(
   // Logs go to stderr so that stdout stays a clean table or JSON; below debug the one error
   // line printed here says everything a person needs.
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
-  const logger = createLogger(
-    verbose ? config.logLevel : 'silent',
-    pino.destination({ dest: 2, sync: true }),
-  );
+  const logger = createLogger(verbose ? config.logLevel : 'silent', io.logs);
   let client: QWeatherClient;
   try {
     client = createClientFromConfig(config, logger);
@@ -52,7 +50,7 @@ export async function withClient(
   } catch (err) {
     if (err instanceof ParameterError) throw new UsageError(err.message);
     if (err instanceof QWeatherError) {
-      console.error(`qwn ${command}: ${err.message}`);
+      io.err(`qwn ${command}: ${err.message}`);
       return 1;
     }
     throw err;
@@ -83,11 +81,12 @@ export const POI_COLUMNS: readonly Column<Place>[] = [
 
 /** A place list as a table (or JSON); an empty list says so in words. */
 export function printPlaces(
+  io: CliIo,
   places: readonly Place[],
   json: boolean,
   columns: readonly Column<Place>[] = PLACE_COLUMNS,
   none = 'No places found.',
 ): void {
-  if (json) console.log(JSON.stringify(places, null, 2));
-  else console.log(places.length === 0 ? none : formatTable(places, columns));
+  if (json) io.out(JSON.stringify(places, null, 2));
+  else io.out(places.length === 0 ? none : formatTable(places, columns));
 }

@@ -1,15 +1,15 @@
-import { pino } from 'pino';
 import { getDeliveries } from '../admin/deliveries.js';
 import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig } from '../config.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createLogger } from '../logger.js';
 import { DELIVER_QUEUES } from '../pipeline/queues.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { startWorkers } from '../pipeline/workers.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
-import { LEDGER_COLUMNS, parseSince, parseStatus } from './deliveries.js';
+import { ledgerColumns, parseSince, parseStatus } from './deliveries.js';
 import { formatTable } from './table.js';
+import type { CliIo } from './io.js';
 
 const USAGE = `usage: qwn redeliver <delivery id>... [--dry-run] [--enqueue-only] [--timeout-seconds N]
        qwn redeliver --since <time> [--status S | --include-sent] [--dry-run] [--enqueue-only]
@@ -32,9 +32,10 @@ const OUTCOME_HEADERS = new Set([
   'next attempt',
   'last error',
 ]);
-const OUTCOME_COLUMNS = LEDGER_COLUMNS.filter((c) => OUTCOME_HEADERS.has(c.header));
+const outcomeColumns = (timeZone: string) =>
+  ledgerColumns(timeZone).filter((c) => OUTCOME_HEADERS.has(c.header));
 
-function parse(argv: string[]) {
+function parse(argv: string[], timeZone: string) {
   const { values, positionals } = parseCommandLine(
     argv,
     {
@@ -53,7 +54,7 @@ function parse(argv: string[]) {
   const includeSent = values['include-sent'] === true;
   if (values.since !== undefined) {
     if (positionals.length > 0) throw new UsageError(`give delivery ids or --since, not both`);
-    const since = parseSince(values.since);
+    const since = parseSince(values.since, timeZone);
     if (values.status !== undefined) {
       const status = parseStatus(values.status);
       if (status === 'sent' && !includeSent) {
@@ -87,17 +88,17 @@ function parse(argv: string[]) {
  * it runs deliver workers in the foreground until each row has had its attempt and prints the
  * outcome; `--enqueue-only` leaves the sending to a running `qwn worker`.
  */
-export async function run(argv: string[]): Promise<number> {
-  const options = parse(argv);
+export async function run(argv: string[], io: CliIo): Promise<number> {
+  const options = parse(argv, io.timeZone);
   if (options.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
 
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   // stdout is the outcome; the pipeline's own log lines are for debugging only.
   const verbose = config.logLevel === 'debug' || config.logLevel === 'trace';
-  const logger = createLogger(verbose ? config.logLevel : 'error', pino.destination(2));
+  const logger = createLogger(verbose ? config.logLevel : 'error', io.logs);
   const runtime = createRuntime(config, logger, { upstream: 'none' });
   const redisEndpoint = endpointOf(config, 'Redis');
   if (redisEndpoint) {
@@ -113,15 +114,15 @@ export async function run(argv: string[]): Promise<number> {
       : startWorkers(runtime.ctx, runtime.redis, [...DELIVER_QUEUES]);
   try {
     const result = await redeliver(runtime.ctx, options.selection, { dryRun: options.dryRun });
-    for (const id of result.unknown) console.error(`qwn redeliver: no delivery ${id}`);
-    for (const s of result.skipped) console.log(`skipped ${s.id}: ${s.detail}`);
+    for (const id of result.unknown) io.err(`qwn redeliver: no delivery ${id}`);
+    for (const s of result.skipped) io.out(`skipped ${s.id}: ${s.detail}`);
 
     const ids = result.requeued.map((r) => r.id);
     if (options.dryRun) {
       if (ids.length > 0) {
-        console.log(formatTable(await getDeliveries(runtime.ctx.db, ids), OUTCOME_COLUMNS));
+        io.out(formatTable(await getDeliveries(runtime.ctx.db, ids), outcomeColumns(io.timeZone)));
       }
-      console.log(
+      io.out(
         `dry run (nothing sent or changed): would redeliver ${ids.length} ` +
           `${ids.length === 1 ? 'message' : 'messages'}`,
       );
@@ -129,12 +130,12 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (ids.length === 0) {
       if (result.unknown.length === 0 && result.skipped.length === 0) {
-        console.log('nothing to redeliver');
+        io.out('nothing to redeliver');
       }
       return 'ids' in options.selection ? 1 : 0;
     }
     if (options.enqueueOnly) {
-      console.log(
+      io.out(
         `${ids.length} ${ids.length === 1 ? 'delivery' : 'deliveries'} set back to pending and ` +
           'enqueued; a running qwn worker sends them',
       );
@@ -144,7 +145,7 @@ export async function run(argv: string[]): Promise<number> {
     const { rows, timedOut } = await waitForAttempts(runtime.ctx.db, ids, {
       timeoutMs: options.timeoutMs,
     });
-    console.log(formatTable(rows, OUTCOME_COLUMNS));
+    io.out(formatTable(rows, outcomeColumns(io.timeZone)));
     const count = (status: string) => rows.filter((r) => r.status === status).length;
     const parts = [
       `${count('sent')} sent`,
@@ -153,9 +154,9 @@ export async function run(argv: string[]): Promise<number> {
       ...(count('pending') > 0 ? [`${count('pending')} still pending`] : []),
       ...(result.skipped.length > 0 ? [`${result.skipped.length} skipped`] : []),
     ];
-    console.log(`redelivered ${ids.length}: ${parts.join(', ')}`);
+    io.out(`redelivered ${ids.length}: ${parts.join(', ')}`);
     if (timedOut) {
-      console.error(
+      io.err(
         'qwn redeliver: timed out waiting for the attempts; a running qwn worker or the sweeper ' +
           'finishes them',
       );

@@ -7,6 +7,7 @@ import { startWebhookReceiver } from '../demo/webhook-receiver.js';
 import { renderInbox, startInbox } from '../sandbox/inbox.js';
 import { startSimulator } from '../simulator/index.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = `usage: qwn sandbox [--dir DIR] [--secret whsec_…]
 
@@ -22,14 +23,14 @@ function newSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(
     argv,
     { dir: { type: 'string' }, secret: { type: 'string' } },
     'sandbox',
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   const dir = resolve(values.dir ?? '.sandbox');
@@ -62,7 +63,7 @@ export async function run(argv: string[]): Promise<number> {
   }, 1000);
   const inbox = await startInbox(sources);
 
-  console.log(`# qwn sandbox: paste these lines into .env (or export them), then run
+  io.out(`# qwn sandbox: paste these lines into .env (or export them), then run
 #   npx qwn migrate && npx qwn seed <your seed file> && npx qwn worker   (or qwn poll --once)
 QWEATHER_API_URL=${sim.url}
 SMTP_URL=${smtp.url}

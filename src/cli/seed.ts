@@ -1,14 +1,14 @@
 import { readFile } from 'node:fs/promises';
-import { pino } from 'pino';
 import { describeSeedProblem } from '../admin/seed-problems.js';
 import { applySeed, parseSeedText, seedFormatOf, SeedError } from '../admin/seed.js';
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { localTime } from './local-time.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { parseCommandLine, UsageError } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run] [--resubscribe <email>]...';
 
@@ -16,7 +16,7 @@ const USAGE = 'usage: qwn seed <file.json|file.yaml> [--dry-run] [--resubscribe 
  * `qwn seed <file> [--dry-run] [--resubscribe <email>]...` (docs/operations.md): exit 0 when
  * applied, 1 on any problem. An unsubscribed subscriber stays so unless named by --resubscribe.
  */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandLine(
     argv,
     {
@@ -27,7 +27,7 @@ export async function run(argv: string[]): Promise<number> {
     { positionals: true },
   );
   if (parsed.values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   const [file, ...extra] = parsed.positionals;
@@ -38,7 +38,7 @@ export async function run(argv: string[]): Promise<number> {
   const dryRun = parsed.values['dry-run'] === true;
   const resubscribe = parsed.values.resubscribe ?? [];
 
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new UsageError('DATABASE_URL is not set');
   if (!config.qweather.apiUrl) {
     throw new UsageError('QWEATHER_API_URL is not set (names in the file are resolved through it)');
@@ -49,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
     text = await readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
-    console.error(`qwn seed: cannot read ${file} (${code})`);
+    io.err(`qwn seed: cannot read ${file} (${code})`);
     return 1;
   }
   let doc: unknown;
@@ -59,15 +59,15 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof SeedError) {
       const at =
         err.line === null ? '' : `:${err.line}${err.column === null ? '' : `:${err.column}`}`;
-      console.error(`${file}${at}: ${err.reason}`);
-      console.error('nothing written');
+      io.err(`${file}${at}: ${err.reason}`);
+      io.err('nothing written');
       return 1;
     }
     throw err;
   }
 
   // stdout carries the result (and the generated secrets); logs go to stderr.
-  const logger = createLogger(config.logLevel, pino.destination(2));
+  const logger = createLogger(config.logLevel, io.logs);
   const lookup = createClientFromConfig(config, logger);
   const database = openPostgres(config.databaseUrl, { poolSize: 2, applicationName: 'qwn seed' });
   try {
@@ -79,15 +79,15 @@ export async function run(argv: string[]): Promise<number> {
       resubscribe,
     });
     if (!result.ok) {
-      for (const problem of result.problems) console.error(describeSeedProblem(doc, problem));
+      for (const problem of result.problems) io.err(describeSeedProblem(doc, problem));
       const count = result.problems.length;
-      console.error(`${count} problem${count === 1 ? '' : 's'} in ${file}; nothing written`);
+      io.err(`${count} problem${count === 1 ? '' : 's'} in ${file}; nothing written`);
       return 1;
     }
     const counts = `${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged, ${result.subscriptionsRemoved} subscription${result.subscriptionsRemoved === 1 ? '' : 's'} removed`;
-    console.log(dryRun ? `dry run (nothing written): would have ${counts}` : `seeded: ${counts}`);
+    io.out(dryRun ? `dry run (nothing written): would have ${counts}` : `seeded: ${counts}`);
     for (const { email, outcome } of result.resubscribed) {
-      console.log(
+      io.out(
         outcome === 'resubscribed'
           ? `${dryRun ? 'would resubscribe' : 'resubscribed'} ${email}: emails are sent to it again`
           : `${email} was not unsubscribed: nothing to undo`,
@@ -95,17 +95,15 @@ export async function run(argv: string[]): Promise<number> {
     }
     for (const s of result.unsubscribed) {
       const who = `subscribers[${s.index}]${s.name === null ? '' : ` ${JSON.stringify(s.name)}`} <${s.email}>`;
-      console.log(
-        `${who} unsubscribed at ${localTime(s.since)}: left unsubscribed (qwn seed ${file} --resubscribe ${s.email} undoes it)`,
+      io.out(
+        `${who} unsubscribed at ${localTime(s.since, io.timeZone)}: left unsubscribed (qwn seed ${file} --resubscribe ${s.email} undoes it)`,
       );
     }
     for (const { subscriber, secret } of result.generatedSecrets) {
-      console.log(`generated secret for ${subscriber}: ${secret}`);
+      io.out(`generated secret for ${subscriber}: ${secret}`);
     }
     if (result.generatedSecrets.length > 0) {
-      console.log(
-        'each generated secret is shown only this once: give it to the webhook consumer now',
-      );
+      io.out('each generated secret is shown only this once: give it to the webhook consumer now');
     }
     return 0;
   } finally {

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig, readEnvironment } from '../config.js';
+import { loadConfig } from '../config.js';
 import { createLogger, registerSecret } from '../logger.js';
 import {
   loadPlacesFromCsv,
@@ -10,12 +9,13 @@ import {
   type Scenario,
 } from '../simulator/index.js';
 import { parseCommandLine, UsageError } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE =
   'usage: qwn simulate [--port P] [--host H] [--scenario FILE] [--places DIR] [--key K] [--jwt-public-key PEM_FILE] [--retire-v7]';
 
 /** `qwn simulate`: the built-in QWeather simulator in the foreground until SIGINT/SIGTERM. */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(
     argv,
     {
@@ -31,7 +31,7 @@ export async function run(argv: string[]): Promise<number> {
     'simulate',
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   const port = values.port === undefined ? 0 : Number(values.port);
@@ -39,9 +39,9 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError(`--port must be a port number 0-65535, got "${values.port}"`);
   }
 
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   // Logs go to stderr so that stdout carries only the URL line.
-  const logger = createLogger(config.logLevel, pino.destination(2));
+  const logger = createLogger(config.logLevel, io.logs);
   registerSecret(values.key);
 
   let scenario: Scenario | undefined;
@@ -87,7 +87,7 @@ export async function run(argv: string[]): Promise<number> {
 
   // The key is not echoed: stdout may end up in a log.
   const auth = values.key ? ' QWEATHER_API_KEY=<the --key value>' : '';
-  console.log(
+  io.out(
     `qwn simulator listening on ${simulator.url} (point qwn at it: QWEATHER_API_URL=${simulator.url}${auth})`,
   );
 

@@ -1,10 +1,11 @@
 import { listSubscribers, type SubscriberListing } from '../admin/subscribers.js';
-import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
+import { loadConfig, MissingSettingError } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { assertMigrated } from '../db/problems.js';
 import { parseCommandLine } from './command.js';
 import { warningTypeOf } from '../domain/warning-types.js';
 import { formatTable } from './table.js';
+import type { CliIo } from './io.js';
 
 const USAGE = `usage: qwn subscribers [--json]
 
@@ -23,13 +24,13 @@ function filterText(p: SubscriberListing['places'][number]): string {
   return parts.length > 0 ? `${p.name} (${parts.join('; ')})` : p.name;
 }
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(argv, { json: { type: 'boolean' } }, 'subscribers');
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL is not set');
   const database = openPostgres(config.databaseUrl, {
     poolSize: 1,
@@ -39,14 +40,14 @@ export async function run(argv: string[]): Promise<number> {
     await assertMigrated(database.db);
     const subscribers = await listSubscribers(database.db);
     if (values.json) {
-      console.log(JSON.stringify(subscribers, null, 2));
+      io.out(JSON.stringify(subscribers, null, 2));
       return 0;
     }
     if (subscribers.length === 0) {
-      console.log('No subscribers: add some with qwn seed <file>.');
+      io.out('No subscribers: add some with qwn seed <file>.');
       return 0;
     }
-    console.log(
+    io.out(
       formatTable(subscribers, [
         { header: 'name', value: (s) => s.name ?? '' },
         { header: 'channel', value: (s) => s.channel },
@@ -61,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
       ]),
     );
     const count = (state: string) => subscribers.filter((s) => s.state === state).length;
-    console.log(
+    io.out(
       `${subscribers.length} subscribers: ${count('active')} active, ${count('unsubscribed')} ` +
         `unsubscribed, ${count('disabled')} disabled, ${count('paused')} paused`,
     );

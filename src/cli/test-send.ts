@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { pino } from 'pino';
 import { channelOf, previewMessage, sampleWarning } from '../admin/preview.js';
-import { loadConfig, MissingSettingError, readEnvironment } from '../config.js';
+import { loadConfig, MissingSettingError } from '../config.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger, registerSecret, scrub } from '../logger.js';
 import { sendThroughChannel } from '../pipeline/deliver.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { parseCommandLine, UsageError } from './command.js';
 import { oneSubscriber } from './preview.js';
+import type { CliIo } from './io.js';
 
 const USAGE = `usage: qwn test-send <subscriber>
 
@@ -18,18 +18,18 @@ what the channel answered, and exits 1 when it refused. The send is recorded in 
 never in the ledger: it is not a warning notification and is never retried. An unsubscribed
 or disabled subscriber is refused.`;
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(argv, {}, 'test-send', { positionals: true });
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (positionals.length !== 1) {
     throw new UsageError('name one subscriber (see qwn test-send --help)');
   }
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   if (!config.databaseUrl) throw new MissingSettingError('DATABASE_URL is not set');
-  const logger = createLogger('error', pino.destination(2));
+  const logger = createLogger('error', io.logs);
   registerSecret(config.unsubscribeSecret);
   const runtime = createRuntime(config, logger, { upstream: 'none' });
   const { ctx } = runtime;
@@ -66,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
       sql`INSERT INTO test_sends (id, subscriber_id, channel, sent_at, ok, detail)
           VALUES (${id}, ${sub.subscriber_id}, ${channel}, ${now}, ${ok}, ${detail})`,
     );
-    console.log(`${ok ? 'sent' : 'not sent'}: test message ${id} by ${channel}: ${detail}`);
+    io.out(`${ok ? 'sent' : 'not sent'}: test message ${id} by ${channel}: ${detail}`);
     return ok ? 0 : 1;
   } finally {
     await runtime.close();

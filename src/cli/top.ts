@@ -1,11 +1,12 @@
 import { UsageError } from './command.js';
 import { numberOption, printPlaces, stringOption, withClient } from './qweather-command.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn top [--range world|cn|…] [--number N] [--lang L] [--json]';
 
 /** `qwn top`: popular cities (docs/operations.md). */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     {
@@ -18,18 +19,18 @@ export async function run(argv: string[]): Promise<number> {
     { positionals: true },
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`unexpected "${positionals[0]}"`);
 
-  return withClient('top', async (client) => {
+  return withClient('top', io, async (client) => {
     const places = await client.topCities({
       range: stringOption(values.range),
       number: numberOption(values.number),
       lang: stringOption(values.lang),
     });
-    printPlaces(places, values.json === true);
+    printPlaces(io, places, values.json === true);
     return 0;
   });
 }

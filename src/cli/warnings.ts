@@ -5,6 +5,7 @@ import { parseCoordinates } from '../qweather/params.js';
 import { UsageError } from './command.js';
 import { stringOption, withClient } from './qweather-command.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn warnings <Location ID|lon,lat> [--lang L] [--json]';
 
@@ -16,7 +17,7 @@ interface Shown {
 }
 
 /** `qwn warnings`: the warnings in force at one place (docs/operations.md). */
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(
     argv,
     { lang: { type: 'string' }, json: { type: 'boolean' } },
@@ -24,7 +25,7 @@ export async function run(argv: string[]): Promise<number> {
     { positionals: true },
   );
   if (values.help) {
-    console.log(USAGE);
+    io.out(USAGE);
     return 0;
   }
   if (positionals.length !== 1 || !positionals[0]?.trim()) {
@@ -33,7 +34,7 @@ export async function run(argv: string[]): Promise<number> {
   const location = positionals[0].trim();
   const lang = stringOption(values.lang);
 
-  return withClient('warnings', async (client, config) => {
+  return withClient('warnings', io, async (client, config) => {
     const shown =
       config.qweather.alertSource === 'v1'
         ? await fromV1(client, location, lang)
@@ -45,15 +46,15 @@ export async function run(argv: string[]): Promise<number> {
             throw err;
           });
     if (shown === undefined) {
-      console.error(`qwn warnings: no place found for "${location}"`);
+      io.err(`qwn warnings: no place found for "${location}"`);
       return 1;
     }
     if (values.json === true) {
       // The raw upstream record is for the archive, not for a person reading JSON.
       const warnings = shown.warnings.map(({ raw: _raw, ...rest }) => rest);
-      console.log(JSON.stringify({ ...shown, warnings }, null, 2));
+      io.out(JSON.stringify({ ...shown, warnings }, null, 2));
     } else {
-      console.log(render(shown));
+      io.out(render(shown));
     }
     return 0;
   });

@@ -1,5 +1,5 @@
 import { createUnsubscribeEndpoint } from '../admin/unsubscribe.js';
-import { loadConfig, MissingSettingError, readEnvironment, type Config } from '../config.js';
+import { loadConfig, MissingSettingError, type Config } from '../config.js';
 import { createLogger, registerSecret, type Logger } from '../logger.js';
 import { probeHealth } from '../ops/health.js';
 import { PortInUseError, startOpsServer, type OpsServer } from '../ops/http-server.js';
@@ -19,6 +19,7 @@ import {
 import { countEmailSubscribers } from '../admin/subscribers.js';
 import { assertMigrated } from '../db/problems.js';
 import { parseCommandLine } from './command.js';
+import type { CliIo } from './io.js';
 
 const HELP = `usage: qwn worker
 
@@ -40,13 +41,13 @@ const CLOSE_MARGIN_MS = 10_000;
 /** How often the worker makes sure Redis still holds the poll and sweep schedulers. */
 const SCHEDULER_CHECK_MS = 10_000;
 
-export async function run(argv: string[]): Promise<number> {
+export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(argv, {}, 'worker');
   if (values.help) {
-    console.log(HELP);
+    io.out(HELP);
     return 0;
   }
-  const config = loadConfig(readEnvironment());
+  const config = loadConfig(io.env);
   const logger = createLogger(config.logLevel);
   registerSecret(config.unsubscribeSecret);
   const startedAt = new Date();

@@ -35,7 +35,7 @@ describe('qwn deliveries and qwn redeliver', () => {
   let mailMessageId: string;
 
   function qwn(...args: string[]) {
-    return h.qwn(args, {}, 60_000);
+    return h.qwn(args);
   }
 
   /** The state of the message that carries notification `id`. */

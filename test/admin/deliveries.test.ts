@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cutShort, isDeliveryId, isDeliveryStatus } from '../../src/admin/deliveries.js';
 import { UsageError } from '../../src/cli/command.js';
 import { formatDeliveries, parseSince, shortTime } from '../../src/cli/deliveries.js';
+import { terminalZone } from '../../src/cli/local-time.js';
 
 describe('ledger listing helpers', () => {
   it('knows the five statuses and nothing else', () => {
@@ -43,10 +44,9 @@ describe('ledger listing helpers', () => {
     expect(parseSince('2026-01-15 08:00', 'Europe/Berlin').toISOString()).toBe(
       '2026-01-15T07:00:00.000Z',
     );
-    // The tests run with TZ=UTC: that is the terminal's zone here.
-    expect(parseSince('2026-07-01 08:00').toISOString()).toBe('2026-07-01T08:00:00.000Z');
+    expect(parseSince('2026-07-01 08:00', 'UTC').toISOString()).toBe('2026-07-01T08:00:00.000Z');
     for (const bad of ['yesterday', '2026-13-01', '1751356800', '2026-07-01T25:00Z', '']) {
-      expect(() => parseSince(bad), bad).toThrow(UsageError);
+      expect(() => parseSince(bad, 'UTC'), bad).toThrow(UsageError);
     }
   });
 
@@ -54,8 +54,16 @@ describe('ledger listing helpers', () => {
     const at = new Date('2026-07-01T08:00:00.123Z');
     expect(shortTime(at, 'Asia/Shanghai')).toBe('2026-07-01 16:00:00+08:00');
     expect(shortTime(at, 'America/New_York')).toBe('2026-07-01 04:00:00-04:00');
-    expect(shortTime(at)).toBe('2026-07-01 08:00:00+00:00');
-    expect(shortTime(null)).toBe('');
+    expect(shortTime(at, 'UTC')).toBe('2026-07-01 08:00:00+00:00');
+    expect(shortTime(null, 'UTC')).toBe('');
+  });
+
+  it("reads the terminal's zone from TZ, and falls back to the process's for what ICU does not know", () => {
+    expect(terminalZone('Asia/Shanghai')).toBe('Asia/Shanghai');
+    expect(terminalZone(':Europe/Berlin')).toBe('Europe/Berlin');
+    // The tests run with TZ=UTC: that is the process's zone here.
+    expect(terminalZone(undefined)).toBe('UTC');
+    expect(terminalZone('CST-8')).toBe('UTC');
   });
 
   it('shows an open row with its next attempt and a closed one without, each with its message', () => {
@@ -71,42 +79,45 @@ describe('ledger listing helpers', () => {
       warningId: 'w1',
       sentAt: null,
     };
-    const table = formatDeliveries([
-      {
-        ...base,
-        id: 'a',
-        robotKind: null,
-        messageId: 'ma',
-        hold: null,
-        status: 'retrying',
-        attempts: 2,
-        nextAttemptAt: new Date('2026-07-01T08:06:00Z'),
-        lastError: 'webhook endpoint answered 500',
-      },
-      {
-        ...base,
-        id: 'b',
-        robotKind: null,
-        messageId: 'mb',
-        hold: 'cycle',
-        status: 'dead',
-        attempts: 1,
-        nextAttemptAt: null,
-        lastError: 'x'.repeat(100),
-        subscriberActive: false,
-      },
-      {
-        ...base,
-        id: 'c',
-        robotKind: null,
-        messageId: 'mc',
-        hold: 'quiet',
-        status: 'held',
-        attempts: 0,
-        nextAttemptAt: new Date('2026-07-01T23:00:00Z'),
-        lastError: null,
-      },
-    ]);
+    const table = formatDeliveries(
+      [
+        {
+          ...base,
+          id: 'a',
+          robotKind: null,
+          messageId: 'ma',
+          hold: null,
+          status: 'retrying',
+          attempts: 2,
+          nextAttemptAt: new Date('2026-07-01T08:06:00Z'),
+          lastError: 'webhook endpoint answered 500',
+        },
+        {
+          ...base,
+          id: 'b',
+          robotKind: null,
+          messageId: 'mb',
+          hold: 'cycle',
+          status: 'dead',
+          attempts: 1,
+          nextAttemptAt: null,
+          lastError: 'x'.repeat(100),
+          subscriberActive: false,
+        },
+        {
+          ...base,
+          id: 'c',
+          robotKind: null,
+          messageId: 'mc',
+          hold: 'quiet',
+          status: 'held',
+          attempts: 0,
+          nextAttemptAt: new Date('2026-07-01T23:00:00Z'),
+          lastError: null,
+        },
+      ],
+      'UTC',
+    );
     const [header, open, closed, held] = table.split('\n');
     expect(header).toMatch(/^id +message +created +status +attempts/);
     expect(open).toMatch(

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,9 +8,9 @@ import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { createQWeatherClient, type QWeatherClient } from '../../src/qweather/client.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { qwnInProcess } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 const logger = createLogger('silent');
 
 let database: TestDatabase;
@@ -404,26 +403,15 @@ describe('applySeed against Postgres and the simulator', () => {
 
 describe('qwn seed <file>', () => {
   function qwn(args: string[], env: Record<string, string> = {}) {
-    return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        ['bin/qwn.js', 'seed', ...args],
-        {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH ?? '',
-            DATABASE_URL: database.url,
-            QWEATHER_API_URL: simulator.url,
-            LOG_LEVEL: 'silent',
-            ...env,
-          },
-          encoding: 'utf8',
-        },
-        (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-          resolve({ code, stdout, stderr });
-        },
-      );
+    // Only the settings given: nothing of this process's environment.
+    return qwnInProcess(['seed', ...args], {
+      unset: /./,
+      env: {
+        DATABASE_URL: database.url,
+        QWEATHER_API_URL: simulator.url,
+        LOG_LEVEL: 'silent',
+        ...env,
+      },
     });
   }
 

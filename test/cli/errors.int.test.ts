@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort } from '../support/net.js';
-import { runQwn } from '../support/cli.js';
+import { qwnInProcess } from '../support/cli.js';
 
 /**
  * What a new user sees when a setting is wrong: the service, the variable and the address,
@@ -20,7 +20,7 @@ beforeAll(() => {
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
 function qwn(args: string[], env: Record<string, string>) {
-  return runQwn(args, {
+  return qwnInProcess(args, {
     cwd,
     unset: /^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL)/,
     env: { LOG_LEVEL: 'silent', ...env },

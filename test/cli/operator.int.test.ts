@@ -8,7 +8,7 @@ import { NOT_MIGRATED } from '../../src/db/problems.js';
 import { probeHealth } from '../../src/ops/health.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { runQwn, type QwnRun } from '../support/cli.js';
+import { qwnInProcess, runQwn, type QwnRun } from '../support/cli.js';
 
 /**
  * An operator's first hour (docs/operations.md), each item run as the operator runs it: the command
@@ -26,8 +26,9 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
+/** `qwn <args>`: the worker in a process of its own (it owns the process), the rest in this one. */
 function qwn(args: string[], env: Record<string, string> = {}): Promise<QwnRun> {
-  return runQwn(args, {
+  return (args[0] === 'worker' ? runQwn : qwnInProcess)(args, {
     cwd,
     unset: /^(QWEATHER_|LOG_LEVEL|DATABASE_URL|REDIS_URL|SMTP_URL|HTTP_)/,
     env: { LOG_LEVEL: 'silent', ...env },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { displayWidth } from '../../src/cli/table.js';
 import { startSimulator, v1Alert, v7Warning, type Simulator } from '../../src/simulator/index.js';
-import { runQwn, type QwnRun } from '../support/cli.js';
+import { qwnInProcess, type QwnRun } from '../support/cli.js';
 
 const KEY = 'cli-test-key-41c7e2';
 
@@ -29,7 +29,7 @@ afterAll(async () => {
 });
 
 function qwn(args: string[], env: Record<string, string | undefined> = {}): Promise<QwnRun> {
-  return runQwn(args, {
+  return qwnInProcess(args, {
     cwd,
     unset: /^(QWEATHER_|LOG_LEVEL)/,
     env: { QWEATHER_API_URL: sim.url, QWEATHER_API_KEY: KEY, ...env },

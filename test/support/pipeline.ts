@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { promisify } from 'node:util';
 import { sql, type SQL } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -18,11 +16,10 @@ import {
   type SimulatorOptions,
 } from '../../src/simulator/index.js';
 import { sampleWarning } from '../channels/fixtures.js';
+import { qwnInProcess } from './cli.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
-
-const exec = promisify(execFile);
 
 export const TEST_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -94,8 +91,11 @@ export interface PipelineHarness {
     options?: { name?: string; secret?: string; groupMode?: 'none' | 'cycle' },
   ): Promise<string>;
   deliveries(): Promise<DeliveryRow[]>;
-  /** `qwn <args>` as a child process on the harness environment; a failed exit is not thrown. */
-  qwn(args: string[], extraEnv?: Record<string, string>, timeoutMs?: number): Promise<QwnResult>;
+  /**
+   * `qwn <args>` on the harness environment, in this process (test/support/cli.ts); a failed
+   * exit is not thrown.
+   */
+  qwn(args: string[], extraEnv?: Record<string, string>): Promise<QwnResult>;
   pollOnce(extraEnv?: Record<string, string>): Promise<PollResult>;
   close(): Promise<void>;
 }
@@ -142,18 +142,10 @@ export async function startPipelineHarness(
     }
   };
 
-  const qwn: PipelineHarness['qwn'] = (args, extraEnv = {}, timeoutMs = 120_000) =>
-    exec('node', ['bin/qwn.js', ...args], {
-      env: { ...process.env, ...env, ...extraEnv },
-      timeout: timeoutMs,
-    }).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({
-        code: e.code,
-        stdout: e.stdout,
-        stderr: e.stderr,
-      }),
-    );
+  const qwn: PipelineHarness['qwn'] = async (args, extraEnv = {}) => {
+    const result = await qwnInProcess(args, { env: { ...env, ...extraEnv } });
+    return { ...result, code: result.code ?? 1 };
+  };
 
   return {
     database,
