@@ -8,12 +8,10 @@ import type { EventType } from '../src/domain/detect.js';
 import { filterAccepts } from '../src/domain/filters.js';
 import type { Warning } from '../src/domain/warning.js';
 import type { PipelineContext } from '../src/pipeline/context.js';
-import { BATCH_UNWRITTEN } from '../src/pipeline/deferred-messages.js';
-import { createdInCycle } from '../src/pipeline/ledger-lookups.js';
+import { BATCH_UNWRITTEN, createdInCycle, type Channel } from '../src/ledger/index.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';
 import type { BenchData, BenchSource, ScenarioState } from './data.js';
-import type { Channel } from '../src/pipeline/deliver-queues.js';
 import { cpuSeconds, sampleMemory } from './procs.js';
 import type { BenchReceiver, BenchSmtp } from './sinks.js';
 import {
@@ -191,7 +189,7 @@ async function waitForFirstAttempts(
       env.ctx.db,
       sql`SELECT (SELECT count(*)::int FROM messages
                   WHERE status IN ('open', 'pending') AND created_at >= ${startedAt})
-            -- Deferred messages not yet sent have no row (src/pipeline/deferred-messages.ts).
+            -- Deferred messages not yet sent have no row (src/ledger/deferred.ts).
             + (SELECT count(*)::int FROM first_attempt_batches b
                CROSS JOIN LATERAL (${BATCH_UNWRITTEN}) u
                WHERE b.created_at >= ${startedAt})

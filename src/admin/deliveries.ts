@@ -1,7 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
-import { MESSAGE_STATUS } from '../pipeline/deferred-messages.js';
-import { carriedBy } from '../pipeline/ledger-lookups.js';
+import { MESSAGE_STATUS, carriedBy } from '../ledger/index.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 import { CYCLE_WAIT_LIMIT_MS } from '../domain/schedule.js';
@@ -125,14 +124,14 @@ function toListing(row: ListingRow): DeliveryListing {
 
 /**
  * The status shown for notification `d` of message `m` (LEFT JOINed): `held` while the message
- * collects, pending while a direct message has no row yet (src/pipeline/deferred-messages.ts).
+ * collects, pending while a direct message has no row yet (src/ledger/deferred.ts).
  */
 export const SHOWN_STATUS = sql`CASE WHEN ${MESSAGE_STATUS} = 'open' THEN 'held'
   ELSE ${MESSAGE_STATUS} END`;
 
 /**
  * A cycle message without its row collects until its cycle's end, 60 s after its first
- * notification at the latest (src/pipeline/cycle-release.ts).
+ * notification at the latest (src/ledger/release.ts).
  */
 const UNWRITTEN_CYCLE_MESSAGE = sql`m.id IS NULL AND d.message_id <> d.id`;
 

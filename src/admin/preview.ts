@@ -10,7 +10,7 @@ import {
 import { ATTRIBUTION, type Notification } from '../domain/render.js';
 import { renderRobotBody } from '../domain/robot-render.js';
 import type { Warning } from '../domain/warning.js';
-import type { SubscriberAddress } from '../pipeline/take-messages.js';
+import type { SubscriberAddress } from '../ledger/index.js';
 import { robotsDescribedAs, subscriberMatches } from './deliveries.js';
 
 /**

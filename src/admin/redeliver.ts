@@ -7,8 +7,8 @@ import {
   enqueueMessage,
   type Channel,
   type DeliverQueues,
-} from '../pipeline/deliver-queues.js';
-import { MESSAGE_STATUS } from '../pipeline/deferred-messages.js';
+  MESSAGE_STATUS,
+} from '../ledger/index.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -125,7 +125,7 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
 }
 
 /**
- * A message without its row yet (src/pipeline/deferred-messages.ts) as a candidate, after its id
+ * A message without its row yet (src/ledger/deferred.ts) as a candidate, after its id
  * and the id asked for, through a notification `d` and its message `m` LEFT JOINed: held while
  * its cycle collects; otherwise pending, its first attempt owned by the batch job planned for
  * it, so an attempt is under way.

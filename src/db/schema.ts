@@ -377,7 +377,7 @@ export const pollCycles = pgTable(
     /** The warning source the cycle polled: v7 or v1 (docs/configuration.md). */
     source: text('source'),
     /**
-     * When the cycle's "cycle" messages stopped collecting (src/pipeline/cycle-release.ts):
+     * When the cycle's "cycle" messages stopped collecting (src/ledger/release.ts):
      * a check adds to them only while this is null.
      */
     releasedAt: tstz('released_at'),
@@ -459,7 +459,7 @@ export const deliveries = pgTable(
     eventId: bigint('event_id', { mode: 'number' }).notNull(),
     /**
      * The cycle whose check wrote it, as its event's. Not indexed: readers go through the events
-     * of the cycle (`createdInCycle`, src/pipeline/ledger-lookups.ts; migration 0016).
+     * of the cycle (`createdInCycle`, src/ledger/lookups.ts; migration 0016).
      */
     cycleId: uuid('cycle_id'),
     placeId: text('place_id').notNull(),

@@ -13,7 +13,7 @@ import { queryRows } from '../db/client.js';
 import { EVENT_TYPES, type EventType } from '../domain/detect.js';
 import { createLogger, scrub } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
-import { carriedBy, createdInCycle } from '../pipeline/ledger-lookups.js';
+import { carriedBy, createdInCycle } from '../ledger/index.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import { deletePrefixKeys } from '../pipeline/queues.js';

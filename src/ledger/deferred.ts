@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
-import { carriedBy } from './ledger-lookups.js';
+import { carriedBy } from './lookups.js';
 
 /**
  * Messages without a row of their own. A message of one notification that nothing holds back
@@ -12,7 +12,7 @@ import { carriedBy } from './ledger-lookups.js';
  * (`writeDeferredMessages`). A webhook then costs two row versions, its notification and its
  * sent message, where it cost three (issue 21).
  *
- * A cycle message (src/pipeline/cycle-release.ts) is the other kind: its notifications name it
+ * A cycle message (src/ledger/release.ts) is the other kind: its notifications name it
  * while the cycle collects, and the release plans it into a first-attempt batch as a check plans
  * a direct one; from there it goes the same way, its row written by its sent mark. Its columns
  * come from the notifications it carries, found by `message_id` (`deliveries_message_idx`); a
@@ -69,7 +69,7 @@ export function deferredOwned(ids: SQL, jobId: string): SQL {
                   WHERE b.job_id = ${jobId} AND n.id = ANY(b.message_ids))`;
 }
 
-/** Whether notification `d`'s cycle still collects (src/pipeline/cycle-release.ts). */
+/** Whether notification `d`'s cycle still collects (src/ledger/release.ts). */
 const CYCLE_COLLECTING = sql`EXISTS (SELECT 1 FROM poll_cycles c
   WHERE c.id = d.cycle_id AND c.released_at IS NULL)`;
 

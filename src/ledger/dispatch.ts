@@ -1,8 +1,8 @@
 import type { Queue } from 'bullmq';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import type { CreatedMessage } from './notification-ledger.js';
-import { deliverJobId, type Queues } from './queues.js';
+import type { Channel, CreatedMessage } from './message.js';
+import { deliverJobId, type Queues } from '../pipeline/queues.js';
 
 /**
  * Where deliver jobs go and how they are named: the job's payload, the queue of each channel,
@@ -21,7 +21,6 @@ export const deliverPayload = z.object({
 export type DeliverPayload = z.infer<typeof deliverPayload>;
 
 /** A chat robot's channel is 'robot'; its vendor is the subscriber's `robot_kind`. */
-export type Channel = 'email' | 'webhook' | 'robot';
 export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
 
 /**

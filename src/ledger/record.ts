@@ -14,17 +14,13 @@ import {
   type OpenMessage,
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
-import { carriedBy } from './ledger-lookups.js';
-import { MESSAGE_UNWRITTEN } from './deferred-messages.js';
-import type { PipelineContext } from './context.js';
-import { scheduleCycleReleases } from './cycle-release.js';
-import {
-  enqueueFirstAttempts,
-  FIRST_ATTEMPT_BATCH,
-  firstAttemptJob,
-  type Channel,
-} from './deliver-queues.js';
-import type { Tx } from './warning-store.js';
+import { carriedBy } from './lookups.js';
+import { MESSAGE_UNWRITTEN } from './deferred.js';
+import type { PipelineContext } from '../pipeline/context.js';
+import { scheduleCycleReleases } from './release.js';
+import { enqueueFirstAttempts, FIRST_ATTEMPT_BATCH, firstAttemptJob } from './dispatch.js';
+import type { Channel, CreatedMessage, CycleRelease } from './message.js';
+import type { Tx } from '../pipeline/warning-store.js';
 
 /**
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
@@ -32,18 +28,9 @@ import type { Tx } from './warning-store.js';
  * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
  * an hourly limit gets a message per notification under the notification's own id, planned into
  * a first-attempt batch in the same statement, its row written when it is sent
- * (deferred-messages.ts); one who groups by cycle and nothing else joins the cycle's message in
+ * (src/ledger/deferred.ts); one who groups by cycle and nothing else joins the cycle's message in
  * that statement too; the others go through the scheduler (src/domain/schedule.ts).
  */
-
-/** A message a check just created, and the job that will carry its first attempt. */
-export interface CreatedMessage {
-  id: string;
-  channel: Channel;
-  /** The batch job of its first attempt, delayed until `dueAt` for a message that collects. */
-  firstJobId: string;
-  dueAt: Date;
-}
 
 /** The channel of subscriber `u`: the column of its one address. */
 const SUBSCRIBER_CHANNEL = `CASE WHEN u.email IS NOT NULL THEN 'email' WHEN u.robot_url IS NOT NULL THEN 'robot' ELSE 'webhook' END`;
@@ -101,7 +88,7 @@ export interface NewNotification {
   supersedes: readonly string[];
   /**
    * Every earlier id of the warning's story known where it was detected (`DetectedEvent.chain`):
-   * who was told any of them was told this story (src/pipeline/story.ts). Not stored.
+   * who was told any of them was told this story (src/ledger/told.ts). Not stored.
    */
   chain: readonly string[];
 }
@@ -114,12 +101,6 @@ export function notifiedLevel(warning: Warning): Level {
 
 /** Bounded statements: one national storm can owe thousands of rows to one place. */
 const INSERT_CHUNK = 5000;
-
-/** A cycle whose messages a check added to: released by `dueAt` at the latest (docs/messages.md). */
-export interface CycleRelease {
-  cycleId: string;
-  dueAt: Date;
-}
 
 export interface InsertedNotifications {
   /** Notifications written (those that existed already are skipped). */
@@ -193,7 +174,7 @@ export async function insertNotifications(
  * not eight per row, which a storm's checks spent most of their time building and Postgres
  * parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a time, and
  * the job's batch row stands for their messages until each has something to remember
- * (src/pipeline/deferred-messages.ts): no message row is written here.
+ * (src/ledger/deferred.ts): no message row is written here.
  */
 function directCtes(
   chunk: readonly NewNotification[],
@@ -308,7 +289,7 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
 /**
  * Notifications of subscribers who group by cycle and nothing else (the email default): each
  * joins the subscriber's message of the cycle, `cycleMessageId`, which has no row while it
- * collects. The cycle's release plans it into a first-attempt batch (src/pipeline/cycle-release.ts)
+ * collects. The cycle's release plans it into a first-attempt batch (src/ledger/release.ts)
  * and its sent mark writes its row: one row version, where a row made open by the first check,
  * then released, then sent took three (BENCHMARKS.md items 44 and 45).
  *
@@ -452,7 +433,7 @@ async function insertScheduled(
   if (limited.length > 0) {
     // Messages sent within the hour, and those still to be sent (each will be, once). A message
     // planned before the subscriber set the limit may have no row yet (a direct or a cycle
-    // message, src/pipeline/deferred-messages.ts): it goes out now, and counts as well. One
+    // message, src/ledger/deferred.ts): it goes out now, and counts as well. One
     // without a row for an hour does not exist: the sweeper writes a lost job's within a
     // minute.
     const sends = await queryRows<{ subscriber_id: string; at: Date }>(

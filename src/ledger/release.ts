@@ -2,16 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
-import type { PipelineContext } from './context.js';
-import {
-  enqueueFirstAttempts,
-  firstAttemptJob,
-  removeHeldJobs,
-  type Channel,
-} from './deliver-queues.js';
-import { CYCLE_UNWRITTEN, RELEASE_JOB } from './deferred-messages.js';
-import { createdInCycle } from './ledger-lookups.js';
-import type { CycleRelease } from './notification-ledger.js';
+import type { PipelineContext } from '../pipeline/context.js';
+import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs } from './dispatch.js';
+import { CYCLE_UNWRITTEN, RELEASE_JOB } from './deferred.js';
+import { createdInCycle } from './lookups.js';
+import type { Channel, CycleRelease } from './message.js';
 
 /**
  * A `"cycle"` message collects what one poll cycle creates for its subscriber and goes when the
@@ -19,7 +14,7 @@ import type { CycleRelease } from './notification-ledger.js';
  * (docs/messages.md). Its notifications name it (`cycleMessageId`) and it has no row while it
  * collects; the release marks the cycle released, so that no check adds to it any more, and
  * plans it into a first-attempt batch whose job sends it and whose sent mark writes its row
- * (src/pipeline/deferred-messages.ts): one row version, as for a webhook's message. A message the
+ * (src/ledger/deferred.ts): one row version, as for a webhook's message. A message the
  * scheduler made for a subscriber who groups by cycle and keeps quiet hours or an hourly limit
  * has its row, open, from the start: the release makes it due at once.
  *
@@ -43,7 +38,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
     if (cycle && !cycle.released) {
       await tx.execute(sql`UPDATE poll_cycles SET released_at = now() WHERE id = ${cycleId}`);
       // Planned into first-attempt batches as a check plans its direct messages: still without
-      // a row, which their sent marks write (src/pipeline/deferred-messages.ts).
+      // a row, which their sent marks write (src/ledger/deferred.ts).
       const batches = await queryRows<{ job_id: string; channel: Channel; message_ids: string[] }>(
         tx,
         sql`WITH collected AS (

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
 import { errorChain } from '../error-chain.js';
-import { insertSentDeferred, type DeferredKind } from './deferred-messages.js';
-import { GroupCommit } from './group-commit.js';
+import { insertSentDeferred, type DeferredKind } from './deferred.js';
+import { GroupCommit } from '../pipeline/group-commit.js';
 
 /** What the recorder needs of the database: `Db` fits. */
 export interface StatementRunner {
@@ -72,7 +72,7 @@ export class SentRecorder {
 
   /**
    * Resolves once the message is recorded as sent at `at`; rejects when that write failed for
-   * good. A `deferred` message has no row yet: its mark writes it (deferred-messages.ts).
+   * good. A `deferred` message has no row yet: its mark writes it (src/ledger/deferred.ts).
    */
   markSent(id: string, at: Date, options: { deferred?: DeferredKind } = {}): Promise<void> {
     return this.#marks.add({ id, at, deferred: options.deferred ?? null });

@@ -4,10 +4,10 @@ import type { EventType } from '../domain/detect.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 import type { Hold } from '../domain/schedule.js';
 import type { Warning } from '../domain/warning.js';
-import type { PipelineContext } from './context.js';
-import { deferredOwned } from './deferred-messages.js';
-import type { Channel } from './deliver-queues.js';
-import { carriedBy } from './ledger-lookups.js';
+import type { PipelineContext } from '../pipeline/context.js';
+import { deferredOwned } from './deferred.js';
+import type { Channel } from './message.js';
+import { carriedBy } from './lookups.js';
 
 /**
  * How a deliver job takes its messages: the first attempts its batch owns are read, the others
@@ -80,7 +80,7 @@ export interface Outgoing extends ClaimedMessage {
   notifications: CarriedNotification[];
   /** Its first attempt belongs to this job (read, not claimed): see `FIRST_ATTEMPT_OWNED`. */
   owned: boolean;
-  /** Owned, and without a row in `messages` yet: see src/pipeline/deferred-messages.ts. */
+  /** Owned, and without a row in `messages` yet: see src/ledger/deferred.ts. */
   deferred: boolean;
 }
 /** A carried notification as the read returns it: the event's columns only on its first row. */

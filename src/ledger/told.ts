@@ -2,8 +2,8 @@ import { sql } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import { tellAs, type ToldNotification } from '../domain/told.js';
-import type { NewNotification } from './notification-ledger.js';
-import type { Tx } from './warning-store.js';
+import type { NewNotification } from './record.js';
+import type { Tx } from '../pipeline/warning-store.js';
 
 /**
  * What a check's notifications become once each subscriber's part of the story is known

@@ -5,7 +5,7 @@ import { queryRows, type Db } from '../db/client.js';
 import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../pipeline/context.js';
-import { BATCH_UNWRITTEN, CYCLE_UNWRITTEN } from '../pipeline/deferred-messages.js';
+import { BATCH_UNWRITTEN, CYCLE_UNWRITTEN } from '../ledger/index.js';
 import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
 import {
   AuthError,

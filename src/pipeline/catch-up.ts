@@ -16,8 +16,8 @@ import {
   type InsertedNotifications,
   type NewNotification,
   type SubscriptionRow,
-} from './notification-ledger.js';
-import { toldOf } from './story.js';
+  toldOf,
+} from '../ledger/index.js';
 import type { PolledSource } from './upstream-source.js';
 import type { WarningRow } from './warning-store.js';
 

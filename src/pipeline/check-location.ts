@@ -13,7 +13,19 @@ import { filterAccepts } from '../domain/filters.js';
 import type { Warning } from '../domain/warning.js';
 import type { Logger } from '../logger.js';
 import { expiryOwedToSubscriber } from '../domain/points.js';
-import { tellTheStoryTold } from './story.js';
+import {
+  tellTheStoryTold,
+  enqueueInserted,
+  insertNotifications,
+  NOTHING_INSERTED,
+  notifiedLevel,
+  SUBSCRIBER_DELIVERY_COLUMNS,
+  SUBSCRIBER_RECEIVES,
+  toFilter,
+  type InsertedNotifications,
+  type NewNotification,
+  type SubscriptionRow,
+} from '../ledger/index.js';
 import {
   detectSettingsOf,
   emptyOutcome,
@@ -26,18 +38,6 @@ import { cycleCounterFor } from './cycle-counters.js';
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import { isV7Retirement, weighRetirement } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
-import {
-  enqueueInserted,
-  insertNotifications,
-  NOTHING_INSERTED,
-  notifiedLevel,
-  SUBSCRIBER_DELIVERY_COLUMNS,
-  SUBSCRIBER_RECEIVES,
-  toFilter,
-  type InsertedNotifications,
-  type NewNotification,
-  type SubscriptionRow,
-} from './notification-ledger.js';
 import {
   detectionWritesCte,
   eventKey,

@@ -38,9 +38,9 @@ import {
   toFilter,
   type InsertedNotifications,
   type NewNotification,
-} from './notification-ledger.js';
+  tellTheStoryTold,
+} from '../ledger/index.js';
 import { adoptV7Warnings } from './handover.js';
-import { tellTheStoryTold } from './story.js';
 import {
   statesElsewhere,
   subscriptionsAt,

@@ -15,26 +15,24 @@ import { JOIN_MARGIN_MS } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import type { PipelineContext } from './context.js';
-import { writeDeferredMessages } from './deferred-messages.js';
 import {
+  writeDeferredMessages,
   DELIVER_JOB,
   deliverQueue,
   enqueueMessage,
   type Channel,
   type DeliverPayload,
-} from './deliver-queues.js';
-import { carriedBy } from './ledger-lookups.js';
-import { MESSAGE_LOCK } from './notification-ledger.js';
-import { deliverJobId } from './queues.js';
-import { Semaphore } from './semaphore.js';
-import { SentRecorder } from './sent-recorder.js';
-import {
+  carriedBy,
+  MESSAGE_LOCK,
+  SentRecorder,
   CLAIM_SECONDS,
   claimMessages,
   type CarriedNotification,
   type Outgoing,
   type SubscriberAddress,
-} from './take-messages.js';
+} from '../ledger/index.js';
+import { deliverJobId } from './queues.js';
+import { Semaphore } from './semaphore.js';
 
 /**
  * Messages whose attempt is still owed or under way: pending and never tried, or claimed right
@@ -98,7 +96,7 @@ export function notificationFor(
     },
     warning: shown.warning,
     ...(shown.textInChinese ? { textInChinese: true } : {}),
-    // An update told as a subscriber's first news of a warning (src/pipeline/story.ts) replaces
+    // An update told as a subscriber's first news of a warning (src/ledger/told.ts) replaces
     // nothing they know of.
     supersedes: row.event_type === 'update' || row.event_type === 'cancel' ? row.supersedes : [],
     attribution: ATTRIBUTION[lang],

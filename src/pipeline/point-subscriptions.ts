@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { EventType, TrackedState } from '../domain/detect.js';
 import { subscriptionPointKeys, type Point, type V1PointsMode } from '../domain/points.js';
-import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from './notification-ledger.js';
+import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from '../ledger/index.js';
 import type { Tx } from './warning-store.js';
 
 /**

@@ -8,7 +8,7 @@ import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from './context.js';
 import { catchUpLateJoiners } from './catch-up.js';
 import { logSkippedRecords } from './check-outcome.js';
-import { releaseCycleMessages } from './cycle-release.js';
+import { releaseCycleMessages } from '../ledger/index.js';
 import { pointsToCheck } from './poll-points.js';
 import { checkJobId } from './queues.js';
 import {

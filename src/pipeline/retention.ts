@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { subscriptionPointKeys } from '../domain/points.js';
-import { carriedBy } from './ledger-lookups.js';
+import { carriedBy } from '../ledger/index.js';
 
 /**
  * Retention: what a deployment that runs for years must forget (RETENTION_DAYS). The sweeper

@@ -4,9 +4,12 @@ import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
-import { MESSAGE_STATUS, MESSAGE_UNWRITTEN } from './deferred-messages.js';
-import { releaseOverdueCycles } from './cycle-release.js';
-import { createdInCycle } from './ledger-lookups.js';
+import {
+  MESSAGE_STATUS,
+  MESSAGE_UNWRITTEN,
+  releaseOverdueCycles,
+  createdInCycle,
+} from '../ledger/index.js';
 import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
@@ -143,7 +146,7 @@ export async function runCycleOnce(
     );
     const messages = await queryRows<{ status: string; n: number }>(
       ctx.db,
-      // A message without its row yet (deferred-messages.ts) has the status its
+      // A message without its row yet (src/ledger/deferred.ts) has the status its
       // notifications say: a direct one pending, a cycle one collecting or pending.
       sql`SELECT status, sum(n)::int AS n FROM (
             SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status

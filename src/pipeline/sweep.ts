@@ -3,9 +3,14 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
-import { releaseOverdueCycles } from './cycle-release.js';
-import { BATCH_UNWRITTEN, writeDeferredMessages } from './deferred-messages.js';
-import { enqueueMessage, isJobLive, type Channel } from './deliver-queues.js';
+import {
+  releaseOverdueCycles,
+  BATCH_UNWRITTEN,
+  writeDeferredMessages,
+  enqueueMessage,
+  isJobLive,
+  type Channel,
+} from '../ledger/index.js';
 import {
   DEFAULT_RETENTION_BATCH,
   DEFAULT_RETENTION_MAX_BATCHES,
@@ -30,7 +35,7 @@ const BATCH = 5000;
 
 export interface SweepOutcome {
   requeued: number;
-  /** Messages of cycles whose release job was lost, released (src/pipeline/cycle-release.ts). */
+  /** Messages of cycles whose release job was lost, released (src/ledger/release.ts). */
   messagesReleased: number;
   pruned: number;
   cyclesClosed: number;
@@ -175,7 +180,7 @@ export async function requeueDueMessages(
 }
 
 /**
- * The first-attempt batches of deferred messages (src/pipeline/deferred-messages.ts) older than
+ * The first-attempt batches of deferred messages (src/ledger/deferred.ts) older than
  * the grace: a batch whose messages all have rows is done and removed; one whose job is gone
  * (Redis flushed, the job failed for good) has its unwritten messages written as pending and
  * owned by nobody, and returns them to be given jobs of their own.

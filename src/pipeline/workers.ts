@@ -6,9 +6,8 @@ import type { PipelineContext } from './context.js';
 import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
-import { releaseCycleMessages, releasePayload } from './cycle-release.js';
+import { releaseCycleMessages, releasePayload, deliverPayload } from '../ledger/index.js';
 import { EMAIL_DELIVER_JOBS, runDeliver } from './deliver.js';
-import { deliverPayload } from './deliver-queues.js';
 import { JobFailureLog } from './job-failure-log.js';
 import { pollPayload, runPoll } from './poll.js';
 import type { QueueName } from './queues.js';
@@ -35,7 +34,7 @@ export const JOB_LOCK_MS = 30_000;
 
 /**
  * Both channels' deliver queues run the same job; a batch holds rows of one channel. Its id says
- * which first attempts it owns (src/pipeline/take-messages.ts).
+ * which first attempts it owns (src/ledger/take.ts).
  */
 const deliver = define({
   payload: deliverPayload,

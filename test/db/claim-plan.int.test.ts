@@ -1,6 +1,6 @@
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
-import { carriedNotifications, takeMessages } from '../../src/pipeline/take-messages.js';
+import { carriedNotifications, takeMessages } from '../../src/ledger/take.js';
 import { useSqlClient } from '../support/db.js';
 import { accessPaths, genericPlan, scannedWhole, type PlanNode } from '../support/plans.js';
 

@@ -33,7 +33,7 @@ describe('HOT updates', () => {
        VALUES ('101210101', '10121010120260701080000001', 'new', '{}') RETURNING id`,
     );
     // Messages as a storm writes them: many to a page, each with its first job's id and its
-    // notification, under the same id (src/pipeline/notification-ledger.ts).
+    // notification, under the same id (src/ledger/record.ts).
     const rows = 500;
     await sql.client.query(
       `WITH s AS (
@@ -61,7 +61,7 @@ describe('HOT updates', () => {
 
     await sql.client.query('BEGIN');
     try {
-      // The columns an attempt's claim writes (src/pipeline/take-messages.ts): a pending message's
+      // The columns an attempt's claim writes (src/ledger/take.ts): a pending message's
       // status stays what it was.
       await sql.client.query(`UPDATE messages SET
         status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,

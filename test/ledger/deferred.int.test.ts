@@ -8,7 +8,7 @@ import { runCheck } from '../../src/pipeline/check-location.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
-import { SentRecorder } from '../../src/pipeline/sent-recorder.js';
+import { SentRecorder } from '../../src/ledger/sent-mark.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
@@ -17,7 +17,7 @@ const PLACE = '101280101';
 
 /**
  * A direct message (one notification, nothing holding it back) has no row in `messages` until
- * something must be remembered of it (src/pipeline/deferred-messages.ts): its batch row and its
+ * something must be remembered of it (src/ledger/deferred.ts): its batch row and its
  * notification say it is pending and whose job owns it. These tests hold the deferred path to
  * what the row path guaranteed: sent once by its own job, with two row versions; handed back
  * when its job is lost; a failure remembered; shown and refused by the admin commands as a

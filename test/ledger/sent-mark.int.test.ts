@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { SentRecorder } from '../../src/pipeline/sent-recorder.js';
+import { SentRecorder } from '../../src/ledger/sent-mark.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 describe('SentRecorder', () => {

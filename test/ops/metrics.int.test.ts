@@ -129,7 +129,7 @@ describe('OpsMetrics on scrape', () => {
     expect(waited).toBeLessThan(480);
     expect((await m.scrape()).body).toMatch(/^qwn_messages_held 1$/m);
 
-    // A direct message without its row yet (src/pipeline/deferred-messages.ts) is due since
+    // A direct message without its row yet (src/ledger/deferred.ts) is due since
     // its batch was made: twelve minutes ago here.
     const [event] = await queryRows<{ id: number }>(
       database.db,
@@ -156,7 +156,7 @@ describe('OpsMetrics on scrape', () => {
       VALUES (${notification!.id}, ${subscriber!.id}, 'email', 'sent', now())`);
     expect(await age()).toBeLessThan(480);
 
-    // A cycle message has no row while its cycle collects (src/pipeline/cycle-release.ts):
+    // A cycle message has no row while its cycle collects (src/ledger/release.ts):
     // held, however many notifications it carries, until the cycle is released.
     const [cycle] = await queryRows<{ id: string }>(
       database.db,

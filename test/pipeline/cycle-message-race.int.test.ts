@@ -8,15 +8,15 @@ import {
   releaseCycleMessages,
   releaseJobId,
   scheduleCycleReleases,
-} from '../../src/pipeline/cycle-release.js';
+} from '../../src/ledger/release.js';
 import {
   cycleMessageId,
   insertNotifications,
   type InsertedNotifications,
-} from '../../src/pipeline/notification-ledger.js';
-import { MESSAGE_STATUS, writeDeferredMessages } from '../../src/pipeline/deferred-messages.js';
+} from '../../src/ledger/record.js';
+import { MESSAGE_STATUS, writeDeferredMessages } from '../../src/ledger/deferred.js';
 import { deliverJobId } from '../../src/pipeline/queues.js';
-import { SentRecorder } from '../../src/pipeline/sent-recorder.js';
+import { SentRecorder } from '../../src/ledger/sent-mark.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { jobDefinition } from '../../src/pipeline/workers.js';
@@ -31,7 +31,7 @@ import {
 /**
  * A cycle message has no row while it collects: checks add notifications that name it, under a
  * share of the cycle's row, and the release writes its row once no check is adding any more
- * (src/pipeline/cycle-release.ts). What the races between them must never do: strand a
+ * (src/ledger/release.ts). What the races between them must never do: strand a
  * notification in a message nobody writes, put one in a message already sent, or make the
  * sixteen checks of a storm wait for one another (a storm's cycle once went from 29 s to 155 s
  * that way).

@@ -4,11 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { SEND_START_DEADLINE_MS, runDeliver } from '../../src/pipeline/deliver.js';
-import {
-  DELIVER_JOB,
-  deliverQueue,
-  FIRST_ATTEMPT_BATCH,
-} from '../../src/pipeline/deliver-queues.js';
+import { DELIVER_JOB, deliverQueue, FIRST_ATTEMPT_BATCH } from '../../src/ledger/dispatch.js';
 import { deliverJobId, QUEUE_NAMES } from '../../src/pipeline/queues.js';
 import { JOB_LOCK_MS, JOBS } from '../../src/pipeline/workers.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
@@ -24,7 +20,7 @@ import {
 
 /**
  * A check enqueues one deliver job per batch of messages (src/pipeline/deliver.ts), the batches
- * planned in the statement that writes them (src/pipeline/notification-ledger.ts): the messages
+ * planned in the statement that writes them (src/ledger/record.ts): the messages
  * of a batch are claimed together, sent within the process's send slots and recorded together.
  * These tests hold the batches to what one job per message guaranteed: each message once, under
  * its id, found again by the sweeper when its job is gone, never sent on a stale claim. Their
@@ -155,7 +151,7 @@ describe('deliver jobs carrying many rows', () => {
   });
 
   it('plans the batches of subscribers whose messages go through the scheduler the same way', async () => {
-    // An hourly limit sends a subscriber's messages through the scheduler (notification-ledger
+    // An hourly limit sends a subscriber's messages through the scheduler (src/ledger/record.ts,
     // insertScheduled); far from the limit, each goes at once, in a batch as the others do.
     const place = '101250101';
     await stormAt(place, '长沙', async () => {

@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_ATTEMPT_BATCH } from '../../src/pipeline/deliver-queues.js';
+import { FIRST_ATTEMPT_BATCH } from '../../src/ledger/dispatch.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
 import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.js';

@@ -1,10 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import {
-  insertNotifications,
-  type NewNotification,
-} from '../../src/pipeline/notification-ledger.js';
+import { insertNotifications, type NewNotification } from '../../src/ledger/record.js';
 import {
   insertCycleEvent,
   startPipelineHarness,
@@ -14,7 +11,7 @@ import {
 /**
  * docs/messages.md: no sliding hour carries more messages than `maxPerHour`. A subscriber who had
  * no limit got messages planned without a row (a direct webhook waits in its first-attempt
- * batch, src/pipeline/deferred-messages.ts); one who sets a limit while such a message is
+ * batch, src/ledger/deferred.ts); one who sets a limit while such a message is
  * still to be sent has it go out within the hour, so the limit counts it.
  */
 describe('the hourly limit', () => {

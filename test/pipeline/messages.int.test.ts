@@ -205,7 +205,7 @@ describe('messages: the row versions each costs (issue 21)', () => {
       // No row while the cycle collects, nor once released into its batch job, which writes
       // no claim: its first row is its sent mark.
       ['email', ['INSERT']],
-      // Its first row is its sent mark (src/pipeline/deferred-messages.ts).
+      // Its first row is its sent mark (src/ledger/deferred.ts).
       ['webhook', ['INSERT']],
       ['webhook', ['INSERT']],
     ]);

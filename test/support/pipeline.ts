@@ -255,7 +255,7 @@ const groupWindow = (group: GroupMode | undefined): number | null =>
   typeof group === 'object' ? group.windowSeconds : null;
 
 /**
- * Notifications whose cycle is not their event's. `createdInCycle` (src/pipeline/ledger-lookups.ts)
+ * Notifications whose cycle is not their event's. `createdInCycle` (src/ledger/lookups.ts)
  * finds a cycle's notifications through its events, so there must be none.
  */
 export async function notificationsOutsideTheirEventsCycle(db: Db): Promise<string[]> {
@@ -304,7 +304,7 @@ export async function insertCycleEvent(
 /**
  * The job that owns message `id`'s first attempt (an SQL expression of type uuid): its row's
  * `first_job_id`, or for a direct message without a row yet, its batch's job
- * (src/pipeline/deferred-messages.ts).
+ * (src/ledger/deferred.ts).
  */
 export function firstJobOf(id: SQL): SQL {
   return sql`coalesce((SELECT f.first_job_id FROM messages f WHERE f.id = ${id}),

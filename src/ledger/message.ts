@@ -1,0 +1,19 @@
+/** A message as the ledger hands it on: its channel, and what a check's statement created. */
+
+/** How a message leaves: the subscriber's one address decides it. */
+export type Channel = 'email' | 'webhook' | 'robot';
+
+/** A message a check just created, and the job that will carry its first attempt. */
+export interface CreatedMessage {
+  id: string;
+  channel: Channel;
+  /** The batch job of its first attempt, delayed until `dueAt` for a message that collects. */
+  firstJobId: string;
+  dueAt: Date;
+}
+
+/** A cycle whose messages a check added to: released by `dueAt` at the latest (docs/messages.md). */
+export interface CycleRelease {
+  cycleId: string;
+  dueAt: Date;
+}
