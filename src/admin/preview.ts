@@ -11,7 +11,7 @@ import { ATTRIBUTION, type Notification } from '../domain/render.js';
 import { renderRobotBody } from '../domain/robot-render.js';
 import type { Warning } from '../domain/warning.js';
 import type { SubscriberAddress } from '../ledger/index.js';
-import { robotsDescribedAs, subscriberMatches } from './deliveries.js';
+import { robotsDescribedAs, subscriberMatches } from '../ledger/index.js';
 
 /**
  * What a subscriber would receive (`qwn preview`) and a marked test message through their real

@@ -8,7 +8,7 @@ import {
   type DeliveryFilter,
   type DeliveryListing,
   type DeliveryStatus,
-} from '../admin/deliveries.js';
+} from '../ledger/index.js';
 import { loadConfig } from '../config.js';
 import { openPostgres } from '../db/client.js';
 import { parseCommandLine, UsageError } from './command.js';

@@ -1,5 +1,5 @@
-import { getDeliveries } from '../admin/deliveries.js';
-import { redeliver, waitForAttempts, type RedeliverSelection } from '../admin/redeliver.js';
+import { getDeliveries } from '../ledger/index.js';
+import { redeliver, waitForAttempts, type RedeliverSelection } from '../ledger/index.js';
 import { loadConfig } from '../config.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createLogger } from '../logger.js';

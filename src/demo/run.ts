@@ -3,7 +3,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { pino, type DestinationStream } from 'pino';
-import { SHOWN_STATUS } from '../admin/deliveries.js';
 import { applySeed } from '../admin/seed.js';
 import { describeRobot } from '../channels/robot-identity.js';
 import { generateWebhookSecret } from '../admin/seed-validate.js';
@@ -13,7 +12,11 @@ import { queryRows } from '../db/client.js';
 import { EVENT_TYPES, type EventType } from '../domain/detect.js';
 import { createLogger, scrub } from '../logger.js';
 import { createClientFromConfig } from '../qweather/client.js';
-import { carriedBy, createdInCycle } from '../ledger/index.js';
+import {
+  heldForQuietHours,
+  notificationsByChannel,
+  type ChannelStatusCount,
+} from '../ledger/index.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
 import { deletePrefixKeys } from '../pipeline/queues.js';
@@ -52,11 +55,7 @@ export interface DemoOptions {
   readonly redisCommand?: string;
 }
 
-export interface DeliveryCount {
-  channel: 'email' | 'webhook' | 'robot';
-  status: string;
-  count: number;
-}
+export type DeliveryCount = ChannelStatusCount;
 
 export interface DemoReport {
   readonly cycles: readonly CycleSummary[];
@@ -305,13 +304,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         print(`      wecom     广东值班群 posted:`);
         for (const line of post.content.split('\n')) print(`        │ ${line}`);
       }
-      const byChannel = await queryRows<DeliveryCount>(
-        ctx.db,
-        sql`SELECT d.channel, ${SHOWN_STATUS} AS status,
-              count(*)::int AS count
-            FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
-            WHERE ${createdInCycle(summary.cycle)} GROUP BY 1, 2 ORDER BY 1, 2`,
-      );
+      const byChannel = await notificationsByChannel(ctx.db, summary.cycle);
       print(
         `      delivered ${byChannel.length ? byChannel.map((d) => `${d.channel} ${d.count} ${d.status}`).join(' · ') : 'nothing: no subscriber is owed a notification'}`,
       );
@@ -366,13 +359,7 @@ async function summarize(input: {
   const events = Object.fromEntries(
     EVENT_TYPES.map((t) => [t, eventRows.find((r) => r.type === t)?.count ?? 0]),
   ) as Record<EventType, number>;
-  const deliveries = await queryRows<DeliveryCount>(
-    input.ctx.db,
-    sql`SELECT d.channel, ${SHOWN_STATUS} AS status,
-          count(*)::int AS count
-        FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
-        GROUP BY 1, 2 ORDER BY 1, 2`,
-  );
+  const deliveries = await notificationsByChannel(input.ctx.db);
   return {
     cycles: input.cycles,
     events,
@@ -444,14 +431,7 @@ async function releaseQuietHours(input: {
   signal: AbortSignal | undefined;
 }): Promise<void> {
   const { ctx, smtp, print } = input;
-  const held = await queryRows<{ due: Date; n: number }>(
-    ctx.db,
-    sql`SELECT max(m.next_attempt_at) AS due, count(d.id)::int AS n
-        FROM messages m JOIN deliveries d ON ${carriedBy(sql`ARRAY[m.id]`)}
-        WHERE m.status = 'open' AND m.hold = 'quiet'
-        HAVING count(d.id) > 0`,
-  );
-  const row = held[0];
+  const row = await heldForQuietHours(ctx.db);
   if (!row) return;
   const due = new Date(row.due);
   const waitMs = Math.max(0, due.getTime() - Date.now()) + 500;

@@ -1,6 +1,7 @@
 /**
- * The delivery ledger: `deliveries`, `messages` and `first_attempt_batches` (docs/design.md).
- * Everything outside src/ledger/ comes in through this file.
+ * The delivery ledger: the only code that reads or writes `deliveries`, `messages` and
+ * `first_attempt_batches` (docs/design.md). Everything outside src/ledger/ comes in through
+ * this file; test/ledger/ownership.test.ts holds both rules.
  *
  * - message.ts: a message's channel, and what a check's statement created
  * - record.ts: a check's notifications and their messages, in the check's transaction
@@ -8,16 +9,28 @@
  * - dispatch.ts: the deliver jobs that carry a message's attempts
  * - take.ts: a deliver job takes its messages, with their subscribers and notifications
  * - sent-mark.ts: sent messages marked in group commits
+ * - settle.ts: an attempt that did not send: retrying, dead, waiting, handed back or split
  * - deferred.ts: messages whose row is written only when they need one
+ * - prune.ts: finished notifications and messages past RETENTION_DAYS go
+ * - recover.ts: due messages without a live job get one again
+ * - redeliver.ts: messages sent again under their own ids (qwn redeliver)
  * - release.ts: held and cycle messages become due
+ * - list.ts: the ledger as qwn deliveries lists it
+ * - status.ts: what the ledger says of messages and notifications, status by status
  * - lookups.ts: which notifications a message carries, which a cycle created
  */
 export * from './deferred.js';
 export * from './dispatch.js';
+export * from './list.js';
 export * from './lookups.js';
 export * from './message.js';
+export * from './prune.js';
 export * from './record.js';
+export * from './recover.js';
+export * from './redeliver.js';
 export * from './release.js';
 export * from './sent-mark.js';
+export * from './settle.js';
+export * from './status.js';
 export * from './take.js';
 export * from './told.js';

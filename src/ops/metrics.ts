@@ -5,7 +5,7 @@ import { queryRows, type Db } from '../db/client.js';
 import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../pipeline/context.js';
-import { BATCH_UNWRITTEN, CYCLE_UNWRITTEN } from '../ledger/index.js';
+import { DUE_AND_HELD } from '../ledger/index.js';
 import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
 import {
   AuthError,
@@ -44,33 +44,6 @@ const CYCLE_OVERLAP_MS = 60_000;
 /** The sweeper closes a cycle an hour after it started, so it finishes at most ~1 h later. */
 const CYCLE_MAX_SPAN_MS = 3 * 3600_000;
 const CLAIM_TTL_SECONDS = 24 * 3600;
-/**
- * What `qwn_oldest_due_seconds` and `qwn_messages_held` read on each scrape: how long the oldest
- * due message has waited, and how many messages are held. Exported for the test that holds it
- * to the collecting cycles (test/db/metrics-plans.int.test.ts).
- */
-export const DUE_AND_HELD = sql`SELECT
-    -- messages_due_idx holds exactly the unsent messages, ordered by next_attempt_at. A held
-    -- message is due when its hold ends, not before. A deferred message (no row until it is
-    -- sent) is due since its batch was made.
-    extract(epoch FROM now() - least(min(next_attempt_at) FILTER (WHERE next_attempt_at <= now()),
-      (SELECT min(b.created_at) FROM first_attempt_batches b
-       WHERE EXISTS (${BATCH_UNWRITTEN})))) AS age,
-    count(*) FILTER (WHERE status = 'open')::int
-    -- A cycle message has no row while its cycle collects. Found from the collecting cycles'
-    -- events, each event's notifications by key (OFFSET 0 keeps the planner from joining them
-    -- the other way round): asked from the notifications, a ledger of storm cycles made it read
-    -- the notifications or the messages whole on every scrape.
-    + (SELECT count(DISTINCT x.message_id)::int
-       FROM poll_cycles c
-       JOIN events e ON e.cycle_id = c.id
-       CROSS JOIN LATERAL (
-         SELECT d.message_id FROM deliveries d
-         WHERE d.event_id = e.id AND ${CYCLE_UNWRITTEN}
-         OFFSET 0) x
-       WHERE c.released_at IS NULL) AS held
-  FROM messages WHERE status IN ('open', 'pending', 'retrying')`;
-
 const SCRAPE_STEP_TIMEOUT_MS = 2000;
 
 /** The kinds of `qwn_upstream_errors_total`, each present from the start. */

@@ -6,24 +6,28 @@ import { describeRobot, robotCredential } from '../channels/robot-identity.js';
 import { RobotError } from '../channels/robot.js';
 import { unsubscribeUrl } from '../channels/unsubscribe-token.js';
 import { WebhookError } from '../channels/webhook.js';
-import { queryPrepared, queryRows } from '../db/client.js';
+import { queryPrepared } from '../db/client.js';
 import type { Message } from '../domain/message-render.js';
 import { inEnglish } from '../domain/english.js';
 import { ATTRIBUTION, type Notification } from '../domain/render.js';
 import { splitRobotMessage, type RobotVendor } from '../domain/robot-render.js';
-import { JOIN_MARGIN_MS } from '../domain/schedule.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
+import { inactiveReason } from '../domain/subscriber-state.js';
 import type { PipelineContext } from './context.js';
 import {
+  giveBack,
+  markChannelWait,
+  markDead,
+  markRetrying,
+  splitIntoFollowUp,
+  waitForRobotSlot,
   writeDeferredMessages,
   DELIVER_JOB,
   deliverQueue,
   enqueueMessage,
   type Channel,
   type DeliverPayload,
-  carriedBy,
-  MESSAGE_LOCK,
   SentRecorder,
   CLAIM_SECONDS,
   claimMessages,
@@ -33,13 +37,6 @@ import {
 } from '../ledger/index.js';
 import { deliverJobId } from './queues.js';
 import { Semaphore } from './semaphore.js';
-
-/**
- * Messages whose attempt is still owed or under way: pending and never tried, or claimed right
- * now. A pending message whose claim ran out (a crashed sender) belongs to the sweeper, not to
- * a wait; an open one is still collecting.
- */
-export const ATTEMPT_UNDER_WAY = sql`status = 'pending' AND (attempts = 0 OR claimed_until > now())`;
 
 /**
  * A claimed row still waiting for a send slot after this long is handed back rather than sent:
@@ -291,17 +288,6 @@ async function leaseHeld(lease: JobLease, log: Logger): Promise<boolean> {
   }
 }
 
-/** Why nothing goes to a subscriber: unsubscribed, disabled (410 Gone, …) or paused by an admin. */
-export function inactiveReason(subscriber: {
-  unsubscribed: boolean;
-  disabled_reason: string | null;
-}): string {
-  if (subscriber.unsubscribed) return 'subscriber unsubscribed';
-  return subscriber.disabled_reason
-    ? `subscriber is disabled: ${subscriber.disabled_reason}`
-    : 'subscriber is paused (active = false)';
-}
-
 /** One message: send within the process's slots, then record the outcome. */
 async function attempt(
   ctx: PipelineContext,
@@ -388,22 +374,18 @@ async function splitOversized(ctx: PipelineContext, log: Logger, message: Outgoi
   if (later.length === 0) return;
   const ids = new Set(later.map((n) => n.deliveryId));
   const followUp = randomUUID();
-  const moved = await ctx.db.transaction(async (tx) => {
-    // A quiet message's rest keeps its "while you were away" heading.
-    await tx.execute(sql`
-      INSERT INTO messages (id, subscriber_id, channel, status, hold, next_attempt_at)
-      VALUES (${followUp}, ${message.subscriber_id}, ${message.channel}, 'pending',
-              ${message.hold === 'quiet' ? 'quiet' : null}, now())`);
-    const rows = await queryRows<{ id: string }>(
-      tx,
-      sql`UPDATE deliveries SET message_id = ${followUp}
-          WHERE message_id = ${message.id} AND message_id <> id
-            AND id = ANY(${sql.param([...ids])}::uuid[])
-          RETURNING id`,
-    );
-    if (rows.length === 0) await tx.execute(sql`DELETE FROM messages WHERE id = ${followUp}`);
-    return new Set(rows.map((r) => r.id));
-  });
+  // A quiet message's rest keeps its "while you were away" heading.
+  const moved = await splitIntoFollowUp(
+    ctx.db,
+    {
+      id: message.id,
+      subscriberId: message.subscriber_id,
+      channel: message.channel,
+      hold: message.hold,
+    },
+    followUp,
+    [...ids],
+  );
   message.notifications = message.notifications.filter((n) => !moved.has(n.id));
   if (moved.size === 0) return;
   await enqueueMessage(ctx.queues, { id: followUp, channel: message.channel }, 0);
@@ -412,9 +394,6 @@ async function splitOversized(ctx: PipelineContext, log: Logger, message: Outgoi
     'robot message split: the rest follows in a message of its own',
   );
 }
-
-/** A waiting robot message joins one due at most this much later than its own wait. */
-const JOIN_SLACK_MS = 5_000;
 
 /** A robot message that could not be posted yet: the robot's rate limit, ours or the vendor's. */
 interface RobotWait {
@@ -484,50 +463,12 @@ async function waitForRobot(
     wait.reason === 'vendor'
       ? `the robot answered rate-limited; waiting ${Math.ceil(waitMs / 1000)} s`
       : `the robot's rate limit is reached; waiting ${Math.ceil(waitMs / 1000)} s`;
-  const outcome = await ctx.db.transaction(async (tx) => {
-    await tx.execute(sql`
-      SELECT pg_advisory_xact_lock(hashtextextended(${MESSAGE_LOCK}::text || ${message.subscriber_id}::text, 0))`);
-    // Never posted, nor tried: not sent before a redelivery, no failed attempt that may have
-    // reached the group after all (DingTalk's msgUuid is this id).
-    const [own] = await queryRows<{ unseen: boolean }>(
-      tx,
-      sql`SELECT (sent_at IS NULL AND last_error IS NULL AND attempts = 1) AS unseen
-          FROM messages WHERE id = ${message.id}`,
-    );
-    if (own?.unseen && message.hold !== 'quiet') {
-      const [joined] = await queryRows<{ id: string }>(
-        tx,
-        sql`SELECT id FROM messages
-            WHERE subscriber_id = ${message.subscriber_id} AND id <> ${message.id}
-              AND status = 'open' AND hold = 'throttle'
-              AND next_attempt_at >= now() + make_interval(secs => ${JOIN_MARGIN_MS / 1000})
-              -- Not one that waits much longer (the hourly limit): this one would wait with it.
-              AND next_attempt_at <= now() + make_interval(secs => ${(waitMs + JOIN_SLACK_MS) / 1000})
-            ORDER BY next_attempt_at, id
-            LIMIT 1
-            FOR UPDATE`,
-      );
-      if (joined) {
-        await tx.execute(
-          sql`UPDATE deliveries d SET message_id = ${joined.id}
-            WHERE ${carriedBy(sql`ARRAY[${message.id}]::uuid[]`)}`,
-        );
-        await tx.execute(sql`DELETE FROM messages WHERE id = ${message.id}`);
-        return { joined: joined.id };
-      }
-    }
-    const [row] = await queryRows<{ attempts: number }>(
-      tx,
-      sql`UPDATE messages SET status = 'open',
-            hold = CASE WHEN hold = 'quiet' THEN 'quiet' ELSE 'throttle' END,
-            attempts = attempts - 1, claimed_until = NULL, first_job_id = NULL,
-            next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}),
-            last_error = ${why}, updated_at = now()
-          WHERE id = ${message.id} AND status IN ('pending', 'retrying')
-          RETURNING attempts`,
-    );
-    return row ? { attempts: row.attempts } : null;
-  });
+  const outcome = await waitForRobotSlot(
+    ctx.db,
+    { id: message.id, subscriberId: message.subscriber_id, hold: message.hold },
+    waitMs,
+    why,
+  );
   if (!outcome) return 'skipped';
   const log = {
     messageId: message.id,
@@ -561,12 +502,10 @@ async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Pro
     ctx.db,
     messages.filter((m) => m.deferred).map((m) => m.id),
   );
-  await ctx.db.execute(sql`
-    UPDATE messages m SET attempts = v.attempts, claimed_until = NULL, first_job_id = NULL,
-      updated_at = now()
-    FROM unnest(${sql.param(messages.map((m) => m.id))}::uuid[],
-                ${sql.param(messages.map((m) => m.attempts - 1))}::int[]) AS v(id, attempts)
-    WHERE m.id = v.id AND m.status IN ('pending', 'retrying')`);
+  await giveBack(
+    ctx.db,
+    messages.map((m) => ({ id: m.id, attempts: m.attempts - 1 })),
+  );
   for (const m of messages) await enqueueMessage(ctx.queues, m, m.attempts - 1);
 }
 
@@ -588,11 +527,7 @@ async function waitForChannel(
     0,
     MAX_ERROR_LENGTH,
   );
-  await ctx.db.execute(sql`
-    UPDATE messages SET status = 'retrying', attempts = ${attempts}, claimed_until = NULL,
-      first_job_id = NULL, last_error = ${lastError},
-      next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}), updated_at = now()
-    WHERE id = ${message.id} AND status IN ('pending', 'retrying')`);
+  await markChannelWait(ctx.db, message.id, attempts, lastError, waitMs);
   await deliverQueue(ctx.queues, message.channel).add(
     DELIVER_JOB,
     { messageIds: [message.id] } satisfies DeliverPayload,
@@ -637,10 +572,7 @@ async function recordFailure(
     const lastError = failure.retryable
       ? `gave up after ${message.attempts} attempts: ${failure.message}`.slice(0, MAX_ERROR_LENGTH)
       : failure.message;
-    await ctx.db.execute(sql`
-      UPDATE messages SET status = 'dead', attempts = ${message.attempts}, claimed_until = NULL,
-        last_error = ${lastError}, updated_at = now()
-      WHERE id = ${message.id}`);
+    await markDead(ctx.db, message.id, message.attempts, lastError);
     log.warn(
       { channel: message.channel, attempt: message.attempts, error: failure.message },
       'message dead',
@@ -649,12 +581,7 @@ async function recordFailure(
   }
 
   const delayMs = retryDelayMs(message.attempts, ctx.random, failure.retryAfterMs);
-  await ctx.db.execute(sql`
-    UPDATE messages SET status = 'retrying', attempts = ${message.attempts},
-      claimed_until = NULL, last_error = ${failure.message},
-      next_attempt_at = now() + make_interval(secs => ${delayMs / 1000}),
-      updated_at = now()
-    WHERE id = ${message.id}`);
+  await markRetrying(ctx.db, message.id, message.attempts, failure.message, delayMs);
   // Should this enqueue be lost (Redis down), the sweeper finds the due message without a job.
   await enqueueMessage(ctx.queues, message, message.attempts, delayMs);
   log.info(

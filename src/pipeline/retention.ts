@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { subscriptionPointKeys } from '../domain/points.js';
-import { carriedBy } from '../ledger/index.js';
+import { eventNotified, pruneFinishedNotifications } from '../ledger/index.js';
 
 /**
  * Retention: what a deployment that runs for years must forget (RETENTION_DAYS). The sweeper
@@ -41,9 +41,6 @@ interface RetentionStep {
   readonly prune: (db: Db, cut: Date, batch: number) => Promise<RetentionOutcome>;
 }
 
-/** Namespaced so that no other advisory lock of qwn collides with it. */
-export const RETENTION_LOCK = 'qwn-retention/notifications';
-
 async function deleted(db: Db, table: string, statement: SQL): Promise<RetentionOutcome> {
   const rows = await queryRows<{ n: number }>(
     db,
@@ -74,34 +71,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
     // removing different notifications of one message at once would each still see the other's
     // and leave the message behind.
     table: 'deliveries',
-    prune: (db, cut, batch) =>
-      db.transaction(async (tx) => {
-        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${RETENTION_LOCK}, 0))`);
-        const [row] = await queryRows<{ deliveries: number; messages: number }>(
-          tx,
-          sql`WITH gone AS (
-                DELETE FROM deliveries WHERE id IN (
-                  SELECT d.id FROM deliveries d
-                  WHERE d.created_at < ${cut}
-                    AND (SELECT m.status IN ('sent', 'dead') FROM messages m
-                         WHERE m.id = d.message_id)
-                    AND NOT ${warningTracked('d')}
-                  ORDER BY d.created_at
-                  LIMIT ${batch})
-                RETURNING id, message_id),
-              finished AS (
-                -- The statement still sees the rows it deletes: those are left out by id.
-                DELETE FROM messages m
-                WHERE m.id IN (SELECT message_id FROM gone) AND m.status IN ('sent', 'dead')
-                  AND NOT (SELECT EXISTS (
-                    SELECT 1 FROM deliveries d
-                    WHERE ${carriedBy(sql`ARRAY[m.id]`)} AND d.id NOT IN (SELECT id FROM gone)))
-                RETURNING 1)
-              SELECT (SELECT count(*)::int FROM gone) AS deliveries,
-                (SELECT count(*)::int FROM finished) AS messages`,
-        );
-        return { deliveries: row?.deliveries ?? 0, messages: row?.messages ?? 0 };
-      }),
+    prune: pruneFinishedNotifications,
   },
   {
     // An event goes with its last delivery (deleting it would take pending ones along: 0005).
@@ -114,7 +84,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
               SELECT e.id FROM events e
               WHERE e.detected_at < ${cut}
                 AND NOT ${warningTracked('e')}
-                AND NOT (SELECT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id))
+                AND NOT ${eventNotified('e')}
               ORDER BY e.detected_at
               LIMIT ${batch})`,
       ),

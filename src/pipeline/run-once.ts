@@ -5,15 +5,13 @@ import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from './context.js';
 import {
-  MESSAGE_STATUS,
-  MESSAGE_UNWRITTEN,
+  cycleStatus,
+  firstAttemptsOwed,
   releaseOverdueCycles,
-  createdInCycle,
+  requeueDueMessages,
 } from '../ledger/index.js';
-import { ATTEMPT_UNDER_WAY } from './deliver.js';
 import { runPoll } from './poll.js';
 import { DELIVER_QUEUES } from './queues.js';
-import { requeueDueMessages } from './sweep.js';
 import { startWorkers } from './workers.js';
 
 interface MessageStates {
@@ -115,46 +113,21 @@ export async function runCycleOnce(
         'the checks of the cycle',
       );
     }
-    // The cycle's messages that are due (a held one waits for its hold to end) and the released.
-    const releasedIds = sql.param(released.map((m) => m.id));
-    const carriers = sql`(SELECT d.message_id FROM deliveries d WHERE ${createdInCycle(cycleId)}
-                          UNION SELECT unnest(${releasedIds}::uuid[]))`;
     await waitFor(
-      async () => {
-        const [row] = await queryRows<{ n: number }>(
+      async () =>
+        (await firstAttemptsOwed(
           ctx.db,
-          // A "cycle" message of this cycle is released by the count that closed the cycle, a
-          // moment after the cycle reads as done: it is owed now, whatever its due time says.
-          sql`SELECT (SELECT count(*)::int FROM messages
-              WHERE id IN ${carriers}
-                AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
-                     OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
-            + (SELECT count(*)::int FROM deliveries d
-               WHERE ${createdInCycle(cycleId)} AND ${MESSAGE_UNWRITTEN}) AS n`,
-        );
-        return (row?.n ?? 0) === 0;
-      },
+          cycleId,
+          released.map((m) => m.id),
+        )) === 0,
       timeoutMs,
       'the first delivery attempts',
     );
     const cycle = await readCycle(ctx, cycleId);
-    const notifications = await queryRows<{ status: string; n: number }>(
+    const { notifications, messages } = await cycleStatus(
       ctx.db,
-      sql`SELECT ${MESSAGE_STATUS} AS status, count(*)::int AS n
-          FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
-          WHERE ${createdInCycle(cycleId)} GROUP BY 1`,
-    );
-    const messages = await queryRows<{ status: string; n: number }>(
-      ctx.db,
-      // A message without its row yet (src/ledger/deferred.ts) has the status its
-      // notifications say: a direct one pending, a cycle one collecting or pending.
-      sql`SELECT status, sum(n)::int AS n FROM (
-            SELECT status, count(*) AS n FROM messages WHERE id IN ${carriers} GROUP BY status
-            UNION ALL
-            SELECT ${MESSAGE_STATUS}, count(DISTINCT d.message_id) FROM deliveries d
-            LEFT JOIN messages m ON m.id = d.message_id
-            WHERE ${createdInCycle(cycleId)} AND m.id IS NULL GROUP BY 1) c
-          GROUP BY status`,
+      cycleId,
+      released.map((m) => m.id),
     );
     return {
       cycle: cycleId,

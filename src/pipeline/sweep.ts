@@ -3,14 +3,7 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
 import type { PipelineContext } from './context.js';
-import {
-  releaseOverdueCycles,
-  BATCH_UNWRITTEN,
-  writeDeferredMessages,
-  enqueueMessage,
-  isJobLive,
-  type Channel,
-} from '../ledger/index.js';
+import { releaseOverdueCycles, requeueDueMessages } from '../ledger/index.js';
 import {
   DEFAULT_RETENTION_BATCH,
   DEFAULT_RETENTION_MAX_BATCHES,
@@ -31,7 +24,6 @@ export const sweepPayload = z.object({
  */
 const WARNING_RETENTION_HOURS = DEFAULT_DETECT_SETTINGS.reappearWindowMs / 3_600_000;
 const DEFAULT_GRACE_SECONDS = 30;
-const BATCH = 5000;
 
 export interface SweepOutcome {
   requeued: number;
@@ -106,113 +98,4 @@ export async function runSweep(
     log.info(outcome, 'swept');
   }
   return outcome;
-}
-
-/** A due message without a live job, given one again. */
-export interface RequeuedMessage {
-  id: string;
-  channel: Channel;
-  attempts: number;
-}
-
-/**
- * Gives every message that has been due for `graceSeconds` and has no live job a job again
- * (docs/design.md, invariant 1). Returns the due messages found, each either requeued or still carried by
- * its live job, and how many were requeued. `poll --once` runs it with no grace, so a quiet
- * window that ended while no worker ran is sent by the next run.
- */
-export async function requeueDueMessages(
-  ctx: PipelineContext,
-  graceSeconds: number,
-): Promise<{ due: RequeuedMessage[]; requeued: number }> {
-  const due = await queryRows<RequeuedMessage & { first_job_id: string | null }>(
-    ctx.db,
-    sql`SELECT id, channel, attempts, first_job_id FROM messages
-        WHERE status IN ('open', 'pending', 'retrying')
-          AND next_attempt_at <= now() - make_interval(secs => ${graceSeconds})
-          AND (claimed_until IS NULL OR claimed_until < now())
-        ORDER BY next_attempt_at
-        LIMIT ${BATCH}`,
-  );
-  // A first attempt travels in its planned batch job, which owns it: no other job may claim the
-  // message while that job lives (a storm's backlog keeps such jobs waiting longer than the
-  // grace, and they still carry it). One lookup per batch. A message that collected (quiet
-  // hours, grouping) is due when its hold ends, and is found here if the delayed job that should
-  // have sent it then is gone.
-  const lost = new Map<string, RequeuedMessage[]>();
-  const orphans: RequeuedMessage[] = [];
-  const batchLive = new Map<string, boolean>();
-  for (const { first_job_id: firstJob, ...row } of due) {
-    if (row.attempts === 0 && firstJob) {
-      let live = batchLive.get(firstJob);
-      if (live === undefined) {
-        live = await isJobLive(ctx.queues, row.channel, firstJob);
-        batchLive.set(firstJob, live);
-      }
-      if (live) continue;
-      lost.set(firstJob, [...(lost.get(firstJob) ?? []), row]);
-    } else {
-      orphans.push(row);
-    }
-  }
-  const handedBack = await handBackLostBatches(ctx, graceSeconds);
-  orphans.push(...handedBack);
-  // A lost job's first attempts are handed back before they get jobs that claim them; a row
-  // whose owner changed meanwhile (the cycle's release) is left to its new job.
-  for (const [jobId, rows] of lost) {
-    const freed = await queryRows<{ id: string }>(
-      ctx.db,
-      sql`UPDATE messages SET first_job_id = NULL, updated_at = now()
-          WHERE id = ANY(${sql.param(rows.map((r) => r.id))}::uuid[])
-            AND first_job_id = ${jobId} AND attempts = 0
-          RETURNING id`,
-    );
-    const ids = new Set(freed.map((r) => r.id));
-    orphans.push(...rows.filter((r) => ids.has(r.id)));
-  }
-  let requeued = 0;
-  // Skips messages whose own job is still waiting or running; replaces a finished job's id.
-  for (const row of orphans) if (await enqueueMessage(ctx.queues, row, row.attempts)) requeued += 1;
-  return {
-    due: [...due.map(({ id, channel, attempts }) => ({ id, channel, attempts })), ...handedBack],
-    requeued,
-  };
-}
-
-/**
- * The first-attempt batches of deferred messages (src/ledger/deferred.ts) older than
- * the grace: a batch whose messages all have rows is done and removed; one whose job is gone
- * (Redis flushed, the job failed for good) has its unwritten messages written as pending and
- * owned by nobody, and returns them to be given jobs of their own.
- */
-async function handBackLostBatches(
-  ctx: PipelineContext,
-  graceSeconds: number,
-): Promise<RequeuedMessage[]> {
-  const batches = await queryRows<{ job_id: string; channel: Channel; unwritten: string[] }>(
-    ctx.db,
-    sql`SELECT b.job_id, b.channel, ARRAY(${BATCH_UNWRITTEN})::text[] AS unwritten
-        FROM first_attempt_batches b
-        WHERE b.created_at <= now() - make_interval(secs => ${graceSeconds})
-        ORDER BY b.created_at
-        LIMIT ${BATCH}`,
-  );
-  const done: string[] = [];
-  const handedBack: RequeuedMessage[] = [];
-  for (const batch of batches) {
-    if (batch.unwritten.length > 0) {
-      if (await isJobLive(ctx.queues, batch.channel, batch.job_id)) continue;
-      const written = await writeDeferredMessages(ctx.db, batch.unwritten);
-      handedBack.push(...written.map((id) => ({ id, channel: batch.channel, attempts: 0 })));
-    }
-    done.push(batch.job_id);
-  }
-  if (done.length > 0) {
-    // Only a batch with nothing left unwritten goes, read again here: a message written by
-    // nobody is never without its batch.
-    await ctx.db.execute(sql`
-      DELETE FROM first_attempt_batches b
-      WHERE b.job_id = ANY(${sql.param(done)}::text[]) AND NOT EXISTS (${BATCH_UNWRITTEN})`);
-  }
-  return handedBack;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cutShort, isDeliveryId, isDeliveryStatus } from '../../src/admin/deliveries.js';
+import { cutShort, isDeliveryId, isDeliveryStatus } from '../../src/ledger/list.js';
 import { UsageError } from '../../src/cli/command.js';
 import { formatDeliveries, parseSince, shortTime } from '../../src/cli/deliveries.js';
 import { terminalZone } from '../../src/cli/local-time.js';

@@ -1,6 +1,6 @@
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
-import { DUE_AND_HELD } from '../../src/ops/metrics.js';
+import { DUE_AND_HELD } from '../../src/ledger/index.js';
 import { useSqlClient } from '../support/db.js';
 import { scannedWhole, type PlanNode } from '../support/plans.js';
 

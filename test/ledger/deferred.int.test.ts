@@ -1,8 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { redeliver } from '../../src/admin/redeliver.js';
-import { getDeliveries } from '../../src/admin/deliveries.js';
+import { redeliver } from '../../src/ledger/redeliver.js';
+import { getDeliveries } from '../../src/ledger/list.js';
 import { queryPrepared, queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';

@@ -2,8 +2,8 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { listDeliveries } from '../../src/admin/deliveries.js';
-import { redeliver } from '../../src/admin/redeliver.js';
+import { listDeliveries } from '../../src/ledger/list.js';
+import { redeliver } from '../../src/ledger/redeliver.js';
 import {
   releaseCycleMessages,
   releaseJobId,

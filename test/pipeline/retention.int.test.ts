@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { pruneExpired, RETENTION_LOCK } from '../../src/pipeline/retention.js';
+import { RETENTION_LOCK } from '../../src/ledger/index.js';
+import { pruneExpired } from '../../src/pipeline/retention.js';
 import { useSqlClient, waitForLockWait } from '../support/db.js';
 
 /**

@@ -8,7 +8,7 @@ import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
 import { deletePrefixKeys } from '../../src/pipeline/queues.js';
 import type { PipelineContext } from '../../src/pipeline/context.js';
-import { SHOWN_STATUS } from '../../src/admin/deliveries.js';
+import { SHOWN_STATUS } from '../../src/ledger/list.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import {
   startSimulator,

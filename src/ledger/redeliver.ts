@@ -1,14 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
-import { ATTEMPT_UNDER_WAY, inactiveReason } from '../pipeline/deliver.js';
-import {
-  deliverQueue,
-  enqueueMessage,
-  type Channel,
-  type DeliverQueues,
-  MESSAGE_STATUS,
-} from '../ledger/index.js';
+import { inactiveReason } from '../domain/subscriber-state.js';
+import { MESSAGE_STATUS } from './deferred.js';
+import { deliverQueue, enqueueMessage, type DeliverQueues } from './dispatch.js';
+import type { Channel } from './message.js';
+import { ATTEMPT_UNDER_WAY } from './settle.js';
 import { deliverJobId } from '../pipeline/queues.js';
 import {
   getDeliveries,
@@ -16,7 +13,7 @@ import {
   storedStatus,
   type DeliveryListing,
   type DeliveryStatus,
-} from './deliveries.js';
+} from './list.js';
 
 /**
  * Replaying messages (`qwn redeliver`). A message is set back to pending and gets a deliver job

@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
-import { MESSAGE_STATUS, carriedBy } from '../ledger/index.js';
+import { MESSAGE_STATUS } from './deferred.js';
+import { carriedBy } from './lookups.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 import { CYCLE_WAIT_LIMIT_MS } from '../domain/schedule.js';

@@ -1,0 +1,10 @@
+/** Why nothing goes to a subscriber: unsubscribed, disabled (410 Gone, …) or paused by an admin. */
+export function inactiveReason(subscriber: {
+  unsubscribed: boolean;
+  disabled_reason: string | null;
+}): string {
+  if (subscriber.unsubscribed) return 'subscriber unsubscribed';
+  return subscriber.disabled_reason
+    ? `subscriber is disabled: ${subscriber.disabled_reason}`
+    : 'subscriber is paused (active = false)';
+}

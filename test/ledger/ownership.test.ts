@@ -1,0 +1,70 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * One owner for the ledger (issue 37, docs/design.md): only src/ledger/ speaks SQL to
+ * `deliveries`, `messages` and `first_attempt_batches`, and everything else comes in through
+ * src/ledger/index.ts. The schema declares the tables; the tests and the bench may read them
+ * to check outcomes, and the bench's imports are held like the product's.
+ */
+
+const ROOT = join(import.meta.dirname, '../..');
+const LEDGER_TABLES =
+  /\b(FROM|INTO|UPDATE|JOIN|TABLE|TRUNCATE)\s+(deliveries|messages|first_attempt_batches)\b/gi;
+const SCHEMA_TABLES =
+  /import\s*\{[^}]*\b(deliveries|messages|firstAttemptBatches)\b[^}]*\}\s*from\s*'[./]*db\/schema\.js'/;
+const LEDGER_MODULE = /from\s*'((?:\.\.?\/)+(?:src\/)?ledger\/(?!index\.js)[\w-]+\.js)'/g;
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => relative(ROOT, join(e.parentPath, e.name)));
+}
+
+/** Every place in `files` outside src/ledger/ that `pattern` finds, as `file: match`. */
+export function trespasses(files: Record<string, string>, pattern: RegExp): string[] {
+  const found: string[] = [];
+  for (const [file, text] of Object.entries(files)) {
+    if (file.startsWith('src/ledger/') || file === 'src/db/schema.ts') continue;
+    const global = new RegExp(
+      pattern.source,
+      pattern.flags.includes('g') ? pattern.flags : `${pattern.flags}g`,
+    );
+    for (const m of text.matchAll(global)) found.push(`${file}: ${m[0].replace(/\s+/g, ' ')}`);
+  }
+  return found;
+}
+
+const read = (files: string[]) =>
+  Object.fromEntries(files.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]));
+const product = read([...sources('src'), ...sources('scripts')]);
+const bench = read(sources('bench'));
+
+describe('the ledger has one owner', () => {
+  it('no SQL outside src/ledger/ reads or writes a ledger table', () => {
+    expect(trespasses(product, LEDGER_TABLES)).toEqual([]);
+    expect(trespasses(product, SCHEMA_TABLES)).toEqual([]);
+  });
+
+  it('nothing outside src/ledger/ imports a ledger module but its index', () => {
+    expect(trespasses({ ...product, ...bench }, LEDGER_MODULE)).toEqual([]);
+  });
+
+  it('finds what it forbids', () => {
+    const planted = {
+      'src/ops/x.ts': "await db.execute(sql`UPDATE messages SET status = 'sent'`);",
+      'src/admin/y.ts': 'sql`SELECT 1 FROM\n  deliveries d JOIN first_attempt_batches b ON true`',
+      'src/demo/z.ts': "import { messages } from '../db/schema.js';",
+      'src/cli/w.ts': "import { claimMessages } from '../ledger/take.js';",
+      'src/ledger/take.ts': 'sql`UPDATE messages SET attempts = 1`',
+    };
+    expect(trespasses(planted, LEDGER_TABLES)).toEqual([
+      'src/ops/x.ts: UPDATE messages',
+      'src/admin/y.ts: FROM deliveries',
+      'src/admin/y.ts: JOIN first_attempt_batches',
+    ]);
+    expect(trespasses(planted, SCHEMA_TABLES)).toHaveLength(1);
+    expect(trespasses(planted, LEDGER_MODULE)).toEqual(["src/cli/w.ts: from '../ledger/take.js'"]);
+  });
+});
