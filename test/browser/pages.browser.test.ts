@@ -4,11 +4,10 @@ import { join, resolve } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUnsubscribeEndpoint } from '../../src/admin/unsubscribe.js';
 import { unsubscribeUrl } from '../../src/channels/unsubscribe-token.js';
 import { queryRows } from '../../src/db/client.js';
-import { createLogger } from '../../src/logger.js';
-import { startOpsServer, type OpsServer } from '../../src/ops/http-server.js';
+import type { OpsServer } from '../../src/ops/http-server.js';
+import { startUnsubscribeServer } from '../support/unsubscribe-server.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { startSandbox, type RunningSandbox } from '../support/sandbox.js';
 
@@ -62,22 +61,13 @@ async function screenshot(page: Page, name: string): Promise<void> {
 
 describe('the unsubscribe page in a browser', () => {
   const SECRET = 'browser-test-unsubscribe-secret-0123456789';
-  const logger = createLogger('silent');
   let database: TestDatabase;
   let server: OpsServer;
   let base: string;
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    server = await startOpsServer({
-      port: 0,
-      host: '127.0.0.1',
-      logger,
-      health: () => Promise.reject(new Error('not probed here')),
-      metrics: () => Promise.resolve({ contentType: 'text/plain', body: '' }),
-      unsubscribe: createUnsubscribeEndpoint({ db: database.db, secret: SECRET, logger }),
-    });
-    base = `http://127.0.0.1:${server.port}`;
+    ({ server, base } = await startUnsubscribeServer(database.db, SECRET));
   });
   afterAll(async () => {
     await server?.close();

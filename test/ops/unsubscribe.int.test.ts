@@ -1,14 +1,13 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createUnsubscribeEndpoint, isOneClick } from '../../src/admin/unsubscribe.js';
+import { isOneClick } from '../../src/admin/unsubscribe.js';
 import { signUnsubscribeToken, unsubscribeUrl } from '../../src/channels/unsubscribe-token.js';
 import { queryRows } from '../../src/db/client.js';
-import { createLogger } from '../../src/logger.js';
-import { startOpsServer, type OpsServer } from '../../src/ops/http-server.js';
+import type { OpsServer } from '../../src/ops/http-server.js';
+import { startUnsubscribeServer } from '../support/unsubscribe-server.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const SECRET = 'unsubscribe-test-secret-0123456789abcdef';
-const logger = createLogger('silent');
 
 let database: TestDatabase;
 let server: OpsServer;
@@ -16,15 +15,7 @@ let base: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  server = await startOpsServer({
-    port: 0,
-    host: '127.0.0.1',
-    logger,
-    health: () => Promise.reject(new Error('not probed here')),
-    metrics: () => Promise.resolve({ contentType: 'text/plain', body: '' }),
-    unsubscribe: createUnsubscribeEndpoint({ db: database.db, secret: SECRET, logger }),
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = await startUnsubscribeServer(database.db, SECRET));
 });
 
 afterAll(async () => {
