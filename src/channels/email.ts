@@ -173,7 +173,7 @@ function unconfigured(problem: string): Mailer {
  * load 10 connections sent a storm's email about a quarter faster (a send is two round trips),
  * but every message on the wire when a process dies is sent again after the restart: with 10,
  * a worker killed mid-storm resent 18 of 753 notifications, over the fault suite's bound of
- * max(5, 2 %) (BENCHMARKS.md, item 12).
+ * max(5, 2 %) (docs/benchmarks-history.md, item 12).
  */
 export const MAIL_POOL_CONNECTIONS = 5;
 

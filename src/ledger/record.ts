@@ -291,7 +291,7 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
  * joins the subscriber's message of the cycle, `cycleMessageId`, which has no row while it
  * collects. The cycle's release plans it into a first-attempt batch (src/ledger/release.ts)
  * and its sent mark writes its row: one row version, where a row made open by the first check,
- * then released, then sent took three (BENCHMARKS.md items 44 and 45).
+ * then released, then sent took three (docs/benchmarks-history.md items 44 and 45).
  *
  * What a check shares with the other checks and the release is the cycle's row, locked `FOR KEY
  * SHARE` while the cycle still collects (`released_at` null). Sixteen checks of a storm hold it

@@ -19,7 +19,7 @@ const MAX_ROWS_PER_FLUSH = 1000;
  * far more CPU than its rows. A job waits this much longer for its ledger, and a crash in that
  * time sends those messages again, under the same ids: at 10 ms a worker killed mid-cycle in
  * the fault suite resent 13–18 on a fast machine (bound 16), at 2 ms 8, and the storm's Postgres
- * CPU rose 4 % where no wait at all cost 11 % (BENCHMARKS.md, items 34 and 57).
+ * CPU rose 4 % where no wait at all cost 11 % (docs/benchmarks-history.md, items 34 and 57).
  */
 export const MARK_LINGER_MS = 2;
 

@@ -166,7 +166,7 @@ function notificationsOf(messageIds: SQL): SQL {
  * that may have reached the group, which decides whether a waiting post may join another.
  */
 // "status = 'pending'" spelled as the claim below spells its statuses, so that it does not
-// imply the due index's predicate (BENCHMARKS.md item 4).
+// imply the due index's predicate (docs/benchmarks-history.md item 4).
 const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND status <> 'sent'
   AND status <> 'dead' AND attempts = 0 AND channel <> 'robot'`;
 

@@ -10,7 +10,7 @@ import { useSqlClient } from '../support/db.js';
  *   ledger beside it is written once and never updated).
  * - Every check re-marks the warnings it still sees (last_seen, misses): HOT since migration
  *   0004 indexes first_seen instead of last_seen and leaves room on each page.
- * A storm's and a quiet cycle's Postgres time depend on them (BENCHMARKS.md).
+ * A storm's and a quiet cycle's Postgres time depend on them (docs/benchmarks-history.md).
  */
 
 /** Updates and HOT updates of a table in the current transaction. */
