@@ -1,12 +1,34 @@
 /** The simulator's control API (`/_sim/...`, no auth): state, scenarios, faults, clock. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FaultTable } from './faults.js';
+import type { ActiveFault, FaultTable, Operation } from './faults.js';
 import { readJson, write } from './http.js';
 import { SimulatorInputError, type V1AreaAlert, type V7WarningRecord } from './records.js';
 import { parseAlerts, parseWarnings, type ExpandContext, type Scenario } from './scenario.js';
-import type { RequestCounts, SimulatorState } from './server.js';
 
 /** What the control API may read and change of a running simulator. */
+/** What the simulator counted of the requests it answered. */
+export interface RequestCounts {
+  total: number;
+  byOperation: Record<Operation, number>;
+  /** Per location value as requested (v2/v7 `location`, v1 "lat,lon"), over all operations. */
+  byLocation: Record<string, number>;
+  byOperationLocation: Record<Operation, Record<string, number>>;
+}
+
+/** The simulator's state, as `GET /control/state` shows it. */
+export interface SimulatorState {
+  step: number;
+  steps: number;
+  now: string;
+  warnings: Record<string, readonly V7WarningRecord[]>;
+  listed: string[];
+  listedOverride: readonly string[] | null;
+  alerts: readonly V1AreaAlert[];
+  faults: ActiveFault[];
+  /** The v7 warning endpoints answer 403 "Deprecated". */
+  v7Retired: boolean;
+}
+
 export interface SimulatorControls {
   clock(): Date;
   place: ExpandContext['place'];

@@ -4,9 +4,16 @@ import { gzipSync } from 'node:zlib';
 import { importSPKI, jwtVerify, type CryptoKey } from 'jose';
 import type { Logger } from '../logger.js';
 import { AlertBoard, weatherAlertBody } from './alert-routes.js';
-import { handleControl, type SimulatorControls } from './control-routes.js';
+import {
+  handleControl,
+  type RequestCounts,
+  type SimulatorControls,
+  type SimulatorState,
+} from './control-routes.js';
+
+export type { RequestCounts, SimulatorState };
 import { answerDeprecated, answerFault, NO_FAULT } from './fault-answers.js';
-import { FaultTable, OPERATIONS, type ActiveFault, type Fault, type Operation } from './faults.js';
+import { FaultTable, OPERATIONS, type Fault, type Operation } from './faults.js';
 import { geoRoutes, type Body } from './geo-routes.js';
 import { GeoIndex, nameLang } from './geo.js';
 import { ApiError, langParam, problem, write, type Params } from './http.js';
@@ -40,27 +47,6 @@ export interface SimulatorOptions {
   /** The simulated clock (v1 cancel-message expiry, updateTime, compact-record defaults). */
   now?: () => Date;
   logger?: Logger;
-}
-
-export interface RequestCounts {
-  total: number;
-  byOperation: Record<Operation, number>;
-  /** Per location value as requested (v2/v7 `location`, v1 "lat,lon"), over all operations. */
-  byLocation: Record<string, number>;
-  byOperationLocation: Record<Operation, Record<string, number>>;
-}
-
-export interface SimulatorState {
-  step: number;
-  steps: number;
-  now: string;
-  warnings: Record<string, readonly V7WarningRecord[]>;
-  listed: string[];
-  listedOverride: readonly string[] | null;
-  alerts: readonly V1AreaAlert[];
-  faults: ActiveFault[];
-  /** The v7 warning endpoints answer 403 "Deprecated". */
-  v7Retired: boolean;
 }
 
 export interface Simulator {
