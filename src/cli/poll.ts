@@ -3,7 +3,9 @@ import { createLogger } from '../logger.js';
 import { runCycleOnce } from '../pipeline/run-once.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createRuntime } from '../pipeline/runtime.js';
+import { assertMigrated } from '../db/problems.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
+import { refuseWithoutMail } from './mail-setting.js';
 import type { CliIo } from './io.js';
 
 const USAGE = 'usage: qwn poll --once [--timeout-seconds S]';
@@ -30,6 +32,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger(config.logLevel, io.logs);
   const runtime = createRuntime(config, logger);
   try {
+    await assertMigrated(runtime.ctx.db);
+    await refuseWithoutMail(runtime.ctx.db, config);
     const redis = endpointOf(config, 'Redis');
     if (redis) await assertRedisAnswers(runtime.redis, redis);
     const summary = await runCycleOnce(

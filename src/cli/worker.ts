@@ -1,5 +1,5 @@
 import { createUnsubscribeEndpoint } from '../admin/unsubscribe.js';
-import { loadConfig, MissingSettingError, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
 import { createLogger, registerSecret, type Logger } from '../logger.js';
 import { probeHealth } from '../ops/health.js';
 import { PortInUseError, startOpsServer, type OpsServer } from '../ops/http-server.js';
@@ -16,9 +16,9 @@ import {
   startWorkers,
   type WorkerSet,
 } from '../pipeline/workers.js';
-import { countEmailSubscribers } from '../admin/subscribers.js';
 import { assertMigrated } from '../db/problems.js';
 import { parseCommandLine } from './command.js';
+import { refuseWithoutMail } from './mail-setting.js';
 import type { CliIo } from './io.js';
 
 const HELP = `usage: qwn worker
@@ -208,14 +208,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
  */
 async function refuseToStartBroken(db: Runtime['ctx']['db'], config: Config): Promise<void> {
   await assertMigrated(db);
-  if (config.smtpUrl) return;
-  const emailSubscribers = await countEmailSubscribers(db);
-  if (emailSubscribers > 0) {
-    throw new MissingSettingError(
-      `SMTP_URL is not set and ${emailSubscribers} subscriber(s) receive email: set SMTP_URL ` +
-        '(and MAIL_FROM), or remove their email addresses from the seed',
-    );
-  }
+  await refuseWithoutMail(db, config);
 }
 
 /**

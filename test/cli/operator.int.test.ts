@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_MIGRATED } from '../../src/db/problems.js';
 import { probeHealth } from '../../src/ops/health.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
+import { queryRows } from '../../src/db/client.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { qwnInProcess, runQwn, type QwnRun } from '../support/cli.js';
 
@@ -159,21 +161,32 @@ describe('qwn worker refuses to start broken', () => {
     QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
   });
 
-  it('without SMTP_URL while email subscribers exist, naming the variable', async () => {
-    await database.db.execute(
-      // Unsubscribed and disabled addresses are sent nothing: only the active one counts.
-      `INSERT INTO subscribers (email) VALUES ('duty@example.com');
-       INSERT INTO subscribers (email, unsubscribed_at) VALUES ('gone@example.com', now());
-       INSERT INTO subscribers (email, active) VALUES ('off@example.com', false)`,
-    );
-    const run = await qwn(['worker'], { ...env(), HTTP_PORT: '0' });
-    expect(run.code).toBe(2);
-    expect(run.stderr.trim()).toBe(
-      'qwn worker: SMTP_URL is not set and 1 subscriber(s) receive email: set SMTP_URL ' +
-        '(and MAIL_FROM), or remove their email addresses from the seed',
-    );
-    expect(run.stderr).not.toContain('duty@example.com');
-  });
+  it.each([['worker'], ['poll', '--once']])(
+    'qwn %s: not without SMTP_URL while email subscribers exist, naming the variable',
+    async (...args) => {
+      await database.db.execute(
+        // Unsubscribed and disabled addresses are sent nothing: only the active one counts.
+        `TRUNCATE subscribers CASCADE;
+         INSERT INTO subscribers (email) VALUES ('duty@example.com');
+         INSERT INTO subscribers (email, unsubscribed_at) VALUES ('gone@example.com', now());
+         INSERT INTO subscribers (email, active) VALUES ('off@example.com', false)`,
+      );
+      const run = await qwn(args, { ...env(), HTTP_PORT: '0' });
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim()).toBe(
+        `qwn ${args[0]}: SMTP_URL is not set and 1 subscriber(s) receive email: set SMTP_URL ` +
+          '(and MAIL_FROM), or remove their email addresses from the seed',
+      );
+      expect(run.stderr).not.toContain('duty@example.com');
+      // Nothing polled, nothing owed, nothing dead.
+      const [counts] = await queryRows<{ cycles: number; messages: number }>(
+        database.db,
+        sql`SELECT (SELECT count(*)::int FROM poll_cycles) AS cycles,
+                   (SELECT count(*)::int FROM messages) AS messages`,
+      );
+      expect(counts).toEqual({ cycles: 0, messages: 0 });
+    },
+  );
 
   it('on a port in use: one line naming HTTP_PORT and HTTP_PORT=0', async () => {
     const holder: Server = createServer();
