@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
-import { DEFAULT_JOB_OPTIONS } from '../src/pipeline/queues.js';
+import { DEFAULT_JOB_OPTIONS } from '../src/runtime/queues.js';
 import type { BothResult, LaneResult, LimitResult, LimitTask } from './limit-child.js';
 import { exited, forkTs, nextMessage } from './procs.js';
 

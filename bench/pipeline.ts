@@ -10,7 +10,7 @@ import { openPostgres } from '../src/db/client.js';
 import { createScratchDatabase, type ScratchDatabase } from '../src/db/scratch.js';
 import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/pipeline/runtime.js';
-import { deletePrefixKeys } from '../src/pipeline/queues.js';
+import { deletePrefixKeys } from '../src/runtime/queues.js';
 import { insertData, type BenchData, type BenchSource } from './data.js';
 import { exited, forkTs, nextMessage } from './procs.js';
 import { BENCH_SESSION_NAME } from './stats.js';

@@ -7,7 +7,7 @@ import { queryRows } from '../src/db/client.js';
 import type { EventType } from '../src/domain/detect.js';
 import { filterAccepts } from '../src/domain/filters.js';
 import type { Warning } from '../src/domain/warning.js';
-import type { PipelineContext } from '../src/pipeline/context.js';
+import type { PipelineContext } from '../src/runtime/context.js';
 import { BATCH_UNWRITTEN, createdInCycle, type Channel } from '../src/ledger/index.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';

@@ -1,7 +1,7 @@
 import { loadConfig, readEnvironment } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/pipeline/runtime.js';
-import { DELIVER_QUEUES } from '../src/pipeline/queues.js';
+import { DELIVER_QUEUES } from '../src/runtime/queues.js';
 import { startWorkers } from '../src/pipeline/workers.js';
 
 /**

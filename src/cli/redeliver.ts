@@ -3,7 +3,7 @@ import { redeliver, waitForAttempts, type RedeliverSelection } from '../ledger/i
 import { loadConfig } from '../config.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createLogger } from '../logger.js';
-import { DELIVER_QUEUES } from '../pipeline/queues.js';
+import { DELIVER_QUEUES } from '../runtime/queues.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { startWorkers } from '../pipeline/workers.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';

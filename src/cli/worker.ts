@@ -6,7 +6,7 @@ import { PortInUseError, startOpsServer, type OpsServer } from '../ops/http-serv
 import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
-import { DELIVER_QUEUES } from '../pipeline/queues.js';
+import { DELIVER_QUEUES } from '../runtime/queues.js';
 import { fitPollToBudget } from '../pipeline/poll-budget.js';
 import { currentSource } from '../pipeline/upstream-source.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';

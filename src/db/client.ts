@@ -129,3 +129,6 @@ export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
   const result = await session.prepareQuery(built, undefined, name, false).execute();
   return (result as { rows: T[] }).rows;
 }
+
+/** A transaction of `Db`, as `db.transaction(async (tx) => …)` hands it over. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];

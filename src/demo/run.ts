@@ -19,7 +19,7 @@ import {
 } from '../ledger/index.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
 import { createRuntime, type Runtime } from '../pipeline/runtime.js';
-import { deletePrefixKeys } from '../pipeline/queues.js';
+import { deletePrefixKeys } from '../runtime/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';
 import { provideRedis } from './redis.js';

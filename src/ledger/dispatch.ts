@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Channel, CreatedMessage } from './message.js';
-import { deliverJobId, type Queues } from '../pipeline/queues.js';
+import { deliverJobId, type Queues } from '../runtime/queues.js';
 
 /**
  * Where deliver jobs go and how they are named: the job's payload, the queue of each channel,

@@ -16,11 +16,11 @@ import {
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy } from './lookups.js';
 import { MESSAGE_UNWRITTEN } from './deferred.js';
-import type { PipelineContext } from '../pipeline/context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { scheduleCycleReleases } from './release.js';
 import { enqueueFirstAttempts, FIRST_ATTEMPT_BATCH, firstAttemptJob } from './dispatch.js';
 import type { Channel, CreatedMessage, CycleRelease } from './message.js';
-import type { Tx } from '../pipeline/warning-store.js';
+import type { Tx } from '../db/client.js';
 
 /**
  * The notification ledger's writes that both checks share: one row per (subscriber, warning

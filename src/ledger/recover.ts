@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
-import type { PipelineContext } from '../pipeline/context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { BATCH_UNWRITTEN, writeDeferredMessages } from './deferred.js';
 import { enqueueMessage, isJobLive } from './dispatch.js';
 import type { Channel } from './message.js';

@@ -6,7 +6,7 @@ import { MESSAGE_STATUS } from './deferred.js';
 import { deliverQueue, enqueueMessage, type DeliverQueues } from './dispatch.js';
 import type { Channel } from './message.js';
 import { ATTEMPT_UNDER_WAY } from './settle.js';
-import { deliverJobId } from '../pipeline/queues.js';
+import { deliverJobId } from '../runtime/queues.js';
 import {
   getDeliveries,
   isDeliveryId,

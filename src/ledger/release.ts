@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
-import type { PipelineContext } from '../pipeline/context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs } from './dispatch.js';
 import { CYCLE_UNWRITTEN, RELEASE_JOB } from './deferred.js';
 import { createdInCycle } from './lookups.js';

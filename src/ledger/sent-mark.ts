@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
 import { errorChain } from '../error-chain.js';
 import { insertSentDeferred, type DeferredKind } from './deferred.js';
-import { GroupCommit } from '../pipeline/group-commit.js';
+import { GroupCommit } from '../runtime/group-commit.js';
 
 /** What the recorder needs of the database: `Db` fits. */
 export interface StatementRunner {

@@ -4,7 +4,7 @@ import type { EventType } from '../domain/detect.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 import type { Hold } from '../domain/schedule.js';
 import type { Warning } from '../domain/warning.js';
-import type { PipelineContext } from '../pipeline/context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { deferredOwned } from './deferred.js';
 import type { Channel } from './message.js';
 import { carriedBy } from './lookups.js';

@@ -3,7 +3,7 @@ import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
 import { tellAs, type ToldNotification } from '../domain/told.js';
 import type { NewNotification } from './record.js';
-import type { Tx } from '../pipeline/warning-store.js';
+import type { Tx } from '../db/client.js';
 
 /**
  * What a check's notifications become once each subscriber's part of the story is known

@@ -4,9 +4,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { queryRows, type Db } from '../db/client.js';
 import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { Logger } from '../logger.js';
-import type { JobObserver } from '../pipeline/context.js';
+import type { JobObserver } from '../runtime/context.js';
 import { DUE_AND_HELD } from '../ledger/index.js';
-import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../pipeline/queues.js';
+import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../runtime/queues.js';
 import {
   AuthError,
   BadRequestError,

@@ -1,5 +1,5 @@
 import { AuthError, DeprecatedEndpointError } from '../qweather/errors.js';
-import type { UpstreamGate } from '../pipeline/context.js';
+import type { UpstreamGate } from '../runtime/context.js';
 
 /**
  * What the worker knows about the upstream, from the results of its own calls, and the small

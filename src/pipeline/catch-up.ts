@@ -5,7 +5,7 @@ import { filterAccepts } from '../domain/filters.js';
 import { subscriptionPointKeys } from '../domain/points.js';
 import type { Warning } from '../domain/warning.js';
 import type { Logger } from '../logger.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import {
   enqueueInserted,
   insertNotifications,

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryPrepared } from '../db/client.js';
+import { queryPrepared, type Tx } from '../db/client.js';
 import {
   detectChanges,
   type DetectSettings,
@@ -33,7 +33,7 @@ import {
   logSkippedRecords,
   type CheckOutcome,
 } from './check-outcome.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import { isV7Retirement, weighRetirement } from './upstream-source.js';
@@ -46,7 +46,6 @@ import {
   toTracked,
   writeWarnings,
   type InsertedEvent,
-  type Tx,
 } from './warning-store.js';
 
 export const CHECK_JOB = 'check';

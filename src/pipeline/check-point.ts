@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryPrepared } from '../db/client.js';
+import { queryPrepared, type Tx } from '../db/client.js';
 import {
   detectChanges,
   NO_EVENTS,
@@ -28,7 +28,7 @@ import {
   type CheckOutcome,
 } from './check-outcome.js';
 import { cycleStartedAtField, englishField, inEnglishToo, skippedOf } from './check-location.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { cycleCounterFor } from './cycle-counters.js';
 import {
   enqueueInserted,
@@ -57,7 +57,6 @@ import {
   toTracked,
   writeWarnings,
   type InsertedEvent,
-  type Tx,
 } from './warning-store.js';
 
 /**

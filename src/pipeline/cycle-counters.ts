@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { NO_EVENTS, type EventType } from '../domain/detect.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { releaseCycleMessages } from '../ledger/index.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../runtime/group-commit.js';
 
 type Executor = Pick<Db, 'execute'>;
 

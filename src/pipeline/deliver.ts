@@ -14,7 +14,7 @@ import { splitRobotMessage, type RobotVendor } from '../domain/robot-render.js';
 import { MAX_DELIVERY_ATTEMPTS, retryDelayMs } from '../domain/retry.js';
 import { registerSecret, scrub, type Logger } from '../logger.js';
 import { inactiveReason } from '../domain/subscriber-state.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import {
   giveBack,
   markChannelWait,
@@ -35,8 +35,8 @@ import {
   type Outgoing,
   type SubscriberAddress,
 } from '../ledger/index.js';
-import { deliverJobId } from './queues.js';
-import { Semaphore } from './semaphore.js';
+import { deliverJobId } from '../runtime/queues.js';
+import { Semaphore } from '../runtime/semaphore.js';
 
 /**
  * A claimed row still waiting for a send slot after this long is handed back rather than sent:

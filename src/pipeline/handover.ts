@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Point } from '../domain/points.js';
-import type { Tx } from './warning-store.js';
+import type { Tx } from '../db/client.js';
 
 /**
  * The pipeline side of the v7 → v1 handover (docs/configuration.md, docs/design.md invariant 10). At its first

@@ -3,7 +3,7 @@ import { queryPrepared } from '../db/client.js';
 import type { EventType, TrackedState } from '../domain/detect.js';
 import { subscriptionPointKeys, type Point, type V1PointsMode } from '../domain/points.js';
 import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from '../ledger/index.js';
-import type { Tx } from './warning-store.js';
+import type { Tx } from '../db/client.js';
 
 /**
  * Who watches a v1 point (src/pipeline/check-point.ts): the active subscriptions that store the

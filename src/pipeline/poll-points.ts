@@ -3,7 +3,7 @@ import { queryRows } from '../db/client.js';
 import type { Db } from '../db/client.js';
 import { parsePointKey, subscriptionPointKeys, type V1PointsMode } from '../domain/points.js';
 import type { Logger } from '../logger.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 
 /**
  * The v1 side of a poll cycle (QWEATHER_ALERT_SOURCE=v1, or auto once v7 is retired). v1 has no "locations with alerts"

@@ -5,12 +5,12 @@ import { pollCycles } from '../db/schema.js';
 import { scrub, type Logger } from '../logger.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { DeprecatedEndpointError } from '../qweather/errors.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { catchUpLateJoiners } from './catch-up.js';
 import { logSkippedRecords } from './check-outcome.js';
 import { releaseCycleMessages } from '../ledger/index.js';
 import { pointsToCheck } from './poll-points.js';
-import { checkJobId } from './queues.js';
+import { checkJobId } from '../runtime/queues.js';
 import {
   clearRetirementEvidence,
   currentSource,

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
-import type { PipelineContext } from './context.js';
-import { GroupCommit } from './group-commit.js';
+import type { PipelineContext } from '../runtime/context.js';
+import { GroupCommit } from '../runtime/group-commit.js';
 import type { TrackedWarning } from '../domain/detect.js';
 import type { WarningRow } from './warning-store.js';
 

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import type { Redis } from 'ioredis';
 import { queryRows } from '../db/client.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import {
   cycleStatus,
   firstAttemptsOwed,
@@ -11,7 +11,7 @@ import {
   requeueDueMessages,
 } from '../ledger/index.js';
 import { runPoll } from './poll.js';
-import { DELIVER_QUEUES } from './queues.js';
+import { DELIVER_QUEUES } from '../runtime/queues.js';
 import { startWorkers } from './workers.js';
 
 interface MessageStates {

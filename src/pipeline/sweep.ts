@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import { DEFAULT_DETECT_SETTINGS } from '../domain/detect.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { releaseOverdueCycles, requeueDueMessages } from '../ledger/index.js';
 import {
   DEFAULT_RETENTION_BATCH,

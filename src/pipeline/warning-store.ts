@@ -1,6 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { queryPrepared } from '../db/client.js';
+import { queryPrepared, type Tx } from '../db/client.js';
 import type { DetectResult, EventType, TrackedWarning } from '../domain/detect.js';
 import type { Warning } from '../domain/warning.js';
 
@@ -8,8 +7,6 @@ import type { Warning } from '../domain/warning.js';
  * The tracked warnings of a v7 place or a v1 point: what detection compares an answer with,
  * and the writes that record its verdict. Both checks share them.
  */
-
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
 export interface WarningRow {
   warning_id: string;

@@ -2,15 +2,15 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { isConnectionError } from '../ops/outage-log.js';
-import type { PipelineContext } from './context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
 import { releaseCycleMessages, releasePayload, deliverPayload } from '../ledger/index.js';
 import { EMAIL_DELIVER_JOBS, runDeliver } from './deliver.js';
-import { JobFailureLog } from './job-failure-log.js';
+import { JobFailureLog } from '../runtime/job-failure-log.js';
 import { pollPayload, runPoll } from './poll.js';
-import type { QueueName } from './queues.js';
+import type { QueueName } from '../runtime/queues.js';
 import { runSweep, sweepPayload } from './sweep.js';
 
 interface JobDefinition<S extends z.ZodType> {

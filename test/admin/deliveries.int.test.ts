@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
-import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
+import { DELIVER_QUEUES } from '../../src/runtime/queues.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';

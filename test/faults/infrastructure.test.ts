@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deletePrefixKeys } from '../../src/pipeline/queues.js';
+import { deletePrefixKeys } from '../../src/runtime/queues.js';
 import { ADMIN_URL } from '../support/db.js';
 import { report, startFaultRun, waitUntil, type FaultRun } from './support/harness.js';
 import { expectNothingLostOrSplit } from './support/expect.js';

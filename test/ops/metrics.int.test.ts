@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { OpsMetrics } from '../../src/ops/metrics.js';
-import { createQueues, type Queues } from '../../src/pipeline/queues.js';
+import { createQueues, type Queues } from '../../src/runtime/queues.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;

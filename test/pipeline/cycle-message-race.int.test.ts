@@ -15,7 +15,7 @@ import {
   type InsertedNotifications,
 } from '../../src/ledger/record.js';
 import { MESSAGE_STATUS, writeDeferredMessages } from '../../src/ledger/deferred.js';
-import { deliverJobId } from '../../src/pipeline/queues.js';
+import { deliverJobId } from '../../src/runtime/queues.js';
 import { SentRecorder } from '../../src/ledger/sent-mark.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';

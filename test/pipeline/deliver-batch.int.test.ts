@@ -5,7 +5,7 @@ import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { SEND_START_DEADLINE_MS, runDeliver } from '../../src/pipeline/deliver.js';
 import { DELIVER_JOB, deliverQueue, FIRST_ATTEMPT_BATCH } from '../../src/ledger/dispatch.js';
-import { deliverJobId, QUEUE_NAMES } from '../../src/pipeline/queues.js';
+import { deliverJobId, QUEUE_NAMES } from '../../src/runtime/queues.js';
 import { JOB_LOCK_MS, JOBS } from '../../src/pipeline/workers.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';

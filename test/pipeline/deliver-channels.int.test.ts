@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_ATTEMPT_BATCH } from '../../src/ledger/dispatch.js';
 import { runPoll } from '../../src/pipeline/poll.js';
-import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
+import { DELIVER_QUEUES } from '../../src/runtime/queues.js';
 import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';

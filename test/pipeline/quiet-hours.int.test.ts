@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DELIVER_QUEUES } from '../../src/pipeline/queues.js';
+import { DELIVER_QUEUES } from '../../src/runtime/queues.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';

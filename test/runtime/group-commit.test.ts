@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GroupCommit } from '../../src/pipeline/group-commit.js';
+import { GroupCommit } from '../../src/runtime/group-commit.js';
 
 describe('GroupCommit', () => {
   it('gives each caller its own item’s answer, one write at a time, never more than maxItems', async () => {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { FAILURE_WINDOW_MS, JobFailureLog } from '../../src/pipeline/job-failure-log.js';
+import { FAILURE_WINDOW_MS, JobFailureLog } from '../../src/runtime/job-failure-log.js';
 
 interface Line {
   msg: string;

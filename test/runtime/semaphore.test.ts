@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Semaphore } from '../../src/pipeline/semaphore.js';
+import { Semaphore } from '../../src/runtime/semaphore.js';
 
 describe('Semaphore', () => {
   it('never runs more than its permits at once, runs every task, and starts them in order', async () => {
