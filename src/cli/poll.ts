@@ -32,10 +32,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const logger = createLogger(config.logLevel, io.logs);
   const runtime = createRuntime(config, logger);
   try {
-    await assertMigrated(runtime.ctx.db);
-    await refuseWithoutMail(runtime.ctx.db, config);
     const redis = endpointOf(config, 'Redis');
     if (redis) await assertRedisAnswers(runtime.redis, redis);
+    await assertMigrated(runtime.ctx.db);
+    await refuseWithoutMail(runtime.ctx.db, config);
     const summary = await runCycleOnce(
       runtime.ctx,
       runtime.redis,
