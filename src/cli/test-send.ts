@@ -4,7 +4,7 @@ import { channelOf, previewMessage, sampleWarning } from '../admin/preview.js';
 import { loadConfig, MissingSettingError } from '../config.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger, registerSecret, scrub } from '../logger.js';
-import { sendThroughChannel } from '../pipeline/deliver.js';
+import { sendThroughChannel } from '../pipeline/channel-send.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { parseCommandLine, UsageError } from './command.js';
 import { oneSubscriber } from './preview.js';
