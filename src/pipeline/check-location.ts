@@ -15,7 +15,6 @@ import type { Logger } from '../logger.js';
 import { expiryOwedToSubscriber } from '../domain/points.js';
 import {
   tellTheStoryTold,
-  enqueueInserted,
   insertNotifications,
   NOTHING_INSERTED,
   notifiedLevel,
@@ -27,14 +26,15 @@ import {
   type SubscriptionRow,
 } from '../ledger/index.js';
 import {
+  commitLightlyIfNothingOwed,
   detectSettingsOf,
+  finishCheck,
   emptyOutcome,
   isStale,
   logSkippedRecords,
   type CheckOutcome,
 } from './check-outcome.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { cycleCounterFor } from './cycle-counters.js';
 import { lockCheckedRow, quietChecksFor, type UnlockedRead } from './quiet-check.js';
 import { isV7Retirement, weighRetirement } from './upstream-source.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
@@ -327,40 +327,18 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
             for (const e of detected.events) result.events[e.type] += 1;
           }
 
-          if (Object.values(result.events).every((n) => n === 0)) {
-            // A check that found nothing wrote only bookkeeping (last-seen times, misses): waiting
-            // for its WAL flush was most of a quiet cycle's time. Losing such a commit in a database
-            // crash only makes the next cycle check again. Checks that wrote events keep the durable
-            // commit, so no deliver job is enqueued for a row that is not on disk.
-            await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-          }
+          await commitLightlyIfNothingOwed(tx, result);
           return result;
         });
 
-  await enqueueInserted(ctx, created, now);
-  if (outcome.applied) {
-    // Every check of a cycle updates this one row. Inside the check's transaction its lock was
-    // held across the client round trips up to COMMIT, so checks queued behind one another
-    // (the bench's quiet cycle: 60-84 % of busy backend time waiting on this row's lock); in
-    // the quiet check's own statement it still queued them (39 % of busy time). Counted after
-    // the commit, many checks per statement (CycleCounter).
-    await cycleCounterFor(ctx).count({
-      cycleId,
-      fetchOk: fetch.ok,
-      events: outcome.events,
-      deliveries: outcome.deliveries,
-      skippedRecords: outcome.skippedRecords,
-      englishCalls,
-      now,
-    });
-  }
-  const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
-  if (total > 0 || !outcome.applied) {
-    log.info(
-      { events: outcome.events, deliveries: outcome.deliveries, applied: outcome.applied },
-      'warnings checked',
-    );
-  }
+  await finishCheck(ctx, log, {
+    cycleId,
+    outcome,
+    created,
+    englishCalls,
+    now,
+    said: 'warnings checked',
+  });
   return outcome;
 }
 

@@ -1,12 +1,17 @@
 import type { Config } from '../config.js';
+import type { Tx } from '../db/client.js';
+import { sql } from 'drizzle-orm';
 import {
   DEFAULT_DETECT_SETTINGS,
   NO_EVENTS,
   type DetectSettings,
   type EventType,
 } from '../domain/detect.js';
+import { enqueueInserted, type InsertedNotifications } from '../ledger/index.js';
 import type { Logger } from '../logger.js';
 import type { SkippedRecord } from '../qweather/client.js';
+import type { PipelineContext } from '../runtime/context.js';
+import { cycleCounterFor } from './cycle-counters.js';
 
 /** What a check (v7 place or v1 point) did, as the cycle's counters and the logs read it. */
 
@@ -57,4 +62,64 @@ export function isStale(
   fetchStartedAt: Date,
 ): boolean {
   return lastFetchedAt != null && new Date(lastFetchedAt) > fetchStartedAt;
+}
+
+/**
+ * Ends a check's transaction without waiting for its WAL flush when it wrote nothing owed to
+ * anyone (no event, no notification): only bookkeeping (last-seen times, misses), which a
+ * database crash makes the next cycle check again. Waiting for that flush was most of a quiet
+ * cycle's time. A check that wrote what a deliver job will read keeps the durable commit, so
+ * no job is enqueued for a row that is not on disk.
+ */
+export async function commitLightlyIfNothingOwed(tx: Tx, result: CheckOutcome): Promise<void> {
+  if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
+    await tx.execute(sql`SET LOCAL synchronous_commit = off`);
+  }
+}
+
+/**
+ * What every check does after its commit, in this order: the first attempts of what it created
+ * are enqueued (the sooner they go, the better), the check is counted in its cycle (after the
+ * commit, many checks per statement: inside the transaction the cycle row's lock queued every
+ * check behind one another), and a check that found anything or was not applied is logged.
+ */
+export async function finishCheck(
+  ctx: PipelineContext,
+  log: Logger,
+  check: {
+    cycleId: string;
+    outcome: CheckOutcome;
+    created: InsertedNotifications;
+    englishCalls: number;
+    now: Date;
+    /** The log line's phrase, and what it adds to the outcome's fields. */
+    said: string;
+    fields?: Record<string, unknown>;
+  },
+): Promise<void> {
+  const { outcome } = check;
+  await enqueueInserted(ctx, check.created, check.now);
+  if (outcome.applied) {
+    await cycleCounterFor(ctx).count({
+      cycleId: check.cycleId,
+      fetchOk: outcome.fetchOk,
+      events: outcome.events,
+      deliveries: outcome.deliveries,
+      skippedRecords: outcome.skippedRecords,
+      englishCalls: check.englishCalls,
+      now: check.now,
+    });
+  }
+  const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
+  if (total > 0 || outcome.deliveries > 0 || !outcome.applied) {
+    log.info(
+      {
+        events: outcome.events,
+        deliveries: outcome.deliveries,
+        applied: outcome.applied,
+        ...check.fields,
+      },
+      check.said,
+    );
+  }
 }

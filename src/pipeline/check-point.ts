@@ -21,7 +21,9 @@ import {
 } from '../domain/points.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import {
+  commitLightlyIfNothingOwed,
   detectSettingsOf,
+  finishCheck,
   emptyOutcome,
   isStale,
   logSkippedRecords,
@@ -29,9 +31,7 @@ import {
 } from './check-outcome.js';
 import { cycleStartedAtField, englishField, inEnglishToo, skippedOf } from './check-location.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { cycleCounterFor } from './cycle-counters.js';
 import {
-  enqueueInserted,
   insertNotifications,
   NOTHING_INSERTED,
   notifiedLevel,
@@ -501,40 +501,17 @@ export async function runCheckPoint(
             }
           }
 
-          if (result.deliveries === 0 && Object.values(result.events).every((n) => n === 0)) {
-            // As in runCheck: a check that wrote no events need not wait for its WAL flush.
-            // Losing such a commit in a database crash loses only bookkeeping; the next cycle
-            // checks again.
-            await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-          }
+          await commitLightlyIfNothingOwed(tx, result);
           return result;
         });
-  if (outcome.applied) {
-    // After the commit, as runCheck does: inside the transaction the cycle row's lock was held
-    // up to COMMIT, and v1 checks every watched point every cycle.
-    await cycleCounterFor(ctx).count({
-      cycleId,
-      fetchOk: fetch.ok,
-      events: outcome.events,
-      deliveries: outcome.deliveries,
-      skippedRecords: outcome.skippedRecords,
-      englishCalls,
-      now,
-    });
-  }
-
-  await enqueueInserted(ctx, created, now);
-  const total = Object.values(outcome.events).reduce((a, b) => a + b, 0);
-  if (total > 0 || outcome.deliveries > 0 || !outcome.applied) {
-    log.info(
-      {
-        events: outcome.events,
-        deliveries: outcome.deliveries,
-        applied: outcome.applied,
-        unchangedTag,
-      },
-      'alerts checked',
-    );
-  }
+  await finishCheck(ctx, log, {
+    cycleId,
+    outcome,
+    created,
+    englishCalls,
+    now,
+    said: 'alerts checked',
+    fields: { unchangedTag },
+  });
   return outcome;
 }
