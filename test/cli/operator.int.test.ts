@@ -3,12 +3,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOT_MIGRATED } from '../../src/db/problems.js';
 import { probeHealth } from '../../src/ops/health.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { queryRows } from '../../src/db/client.js';
+import { queuePrefixes } from '../support/queue-prefixes.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { qwnInProcess, runQwn, type QwnRun } from '../support/cli.js';
 
@@ -21,12 +21,16 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const SEED = join(ROOT, 'examples/seed.json');
 const NOT_MIGRATED_LINE = (command: string) => `qwn ${command}: ${NOT_MIGRATED}`;
 
+const prefixes = queuePrefixes('qwn-op');
 let cwd: string;
 beforeAll(() => {
   // No .env here: only the environment given counts.
   cwd = mkdtempSync(join(tmpdir(), 'qwn-operator-'));
 });
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+afterAll(async () => {
+  rmSync(cwd, { recursive: true, force: true });
+  await prefixes.drop();
+});
 
 /** `qwn <args>`: the worker in a process of its own (it owns the process), the rest in this one. */
 function qwn(args: string[], env: Record<string, string> = {}): Promise<QwnRun> {
@@ -114,7 +118,7 @@ describe('a database that is not migrated', () => {
       // Never reached: the command stops at the database.
       QWEATHER_API_URL: 'http://127.0.0.1:9',
       REDIS_URL: 'redis://127.0.0.1:6379',
-      QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
+      QUEUE_PREFIX: prefixes.next(),
     });
     expect(run.stderr.trim()).toBe(NOT_MIGRATED_LINE(name));
     expect(run.code).toBe(1);
@@ -126,7 +130,7 @@ describe('a database that is not migrated', () => {
     const run = await qwn(['worker'], {
       DATABASE_URL: behind.url,
       QWEATHER_API_URL: 'http://127.0.0.1:9',
-      QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
+      QUEUE_PREFIX: prefixes.next(),
       HTTP_PORT: '0',
     });
     expect(run.stderr.trim()).toBe(NOT_MIGRATED_LINE('worker'));
@@ -158,7 +162,7 @@ describe('qwn worker refuses to start broken', () => {
     DATABASE_URL: database.url,
     QWEATHER_API_URL: 'http://127.0.0.1:9',
     REDIS_URL: 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: `qwn-op-${randomBytes(4).toString('hex')}`,
+    QUEUE_PREFIX: prefixes.next(),
   });
 
   it.each([['worker'], ['poll', '--once']])(

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { queuePrefixes } from '../support/queue-prefixes.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**
@@ -18,6 +18,7 @@ const exec = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
 const NODE = process.env.QWN_IMAGE_NODE ?? process.execPath;
 
+const prefixes = queuePrefixes('qwn-image');
 let app: string;
 let database: TestDatabase;
 let sim: Simulator;
@@ -43,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await sim?.close();
   await database?.drop();
+  await prefixes.drop();
   rmSync(app, { recursive: true, force: true });
 });
 
@@ -55,7 +57,7 @@ async function qwn(args: string[]) {
     LOG_LEVEL: 'warn',
     DATABASE_URL: database.url,
     REDIS_URL: 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: `qwn-image-${randomBytes(4).toString('hex')}`,
+    QUEUE_PREFIX: prefixes.next(),
     QWEATHER_API_URL: sim.url,
   };
   return exec(NODE, ['bin/qwn.js', ...args], { cwd: app, env, timeout: 60_000 }).then(

@@ -1,10 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { QWN_BIN } from './cli.js';
+import { queuePrefixes } from './queue-prefixes.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 const exec = promisify(execFile);
@@ -53,7 +53,8 @@ export async function startSandbox(): Promise<RunningSandbox> {
   const env: Record<string, string> = {};
   for (const [, name, value] of printed.matchAll(/^([A-Z_]+)=(.*)$/gm)) env[name!] = value!;
   const webhook = /"webhook": "([^"]+)", "secret": "([^"]+)"/.exec(printed)!;
-  const queuePrefix = `qwn-sandbox-${randomBytes(4).toString('hex')}`;
+  const prefixes = queuePrefixes('qwn-sandbox');
+  const queuePrefix = prefixes.next();
   const qwn = (args: string[]) =>
     exec(process.execPath, [QWN_BIN, ...args], {
       cwd: dir,
@@ -90,6 +91,7 @@ export async function startSandbox(): Promise<RunningSandbox> {
     async close() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await database.drop();
+      await prefixes.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
