@@ -392,7 +392,12 @@ const n2 = (v: number) => v.toFixed(2);
 export function peerRows(
   peer: PeerResult,
   ours:
-    | { cpuMsPerNotification: number; webhooksPerSecond: number; bothChannelsCpuMs?: number }
+    | {
+        cpuMsPerNotification: number;
+        webhooksPerSecond: number;
+        bothChannelsCpuMs?: number;
+        rowsPerNotification?: number;
+      }
     | undefined,
 ): { label: string; cells: string[] }[] {
   if ('skipped' in peer)
@@ -415,6 +420,14 @@ export function peerRows(
           {
             label: 'CPU ms per notification, storm of both channels',
             cells: ['–', n2(ours.bothChannelsCpuMs)],
+          },
+        ]),
+    ...(ours?.rowsPerNotification === undefined
+      ? []
+      : [
+          {
+            label: 'row versions per webhook notification (every table)',
+            cells: ['–', ours.rowsPerNotification.toFixed(3)],
           },
         ]),
     {

@@ -188,15 +188,15 @@ describe('npm run bench -- --quick', () => {
     expect(report.scenarios[2]!.perNotification).toBeNull();
   });
 
-  it("judges issue 21's targets on those figures", () => {
+  it('judges the targets on those figures, and reports row versions without judging them', () => {
     const storm = report.scenarios[0]!;
     const byName = new Map(report.targets.map((t) => [t.name, t]));
     const efficiency = byName.get('storm efficiency: bare sends / all CPU')!;
     expect(efficiency.measured).toBeCloseTo(storm.efficiency! * 100, 9);
     expect(efficiency.met).toBe(storm.efficiency! >= 0.5);
-    const rows = byName.get('storm row versions per notification (every table)')!;
-    expect(rows.measured).toBe(storm.perNotification!.rows);
-    expect(rows.met).toBe(rows.measured <= 2);
+    // Row versions are reported, not judged (issue 37).
+    expect([...byName.keys()].some((name) => name.includes('row versions'))).toBe(false);
+    expect(stdout).toContain(storm.perNotification!.rows.toFixed(2));
     const db = byName.get('storm Postgres + Redis CPU per notification')!;
     expect(db.measured).toBe(storm.perNotification!.pgRedisCpuMs);
     expect(db.met).toBe(db.measured <= 0.08);
@@ -240,10 +240,12 @@ describe('npm run bench -- --quick', () => {
     const ours = (cpu / again.channels.webhook.sent) * 1000;
     const versus = report.targets.find((t) => t.name.includes('Alertmanager'))!;
     expect(versus.name).toContain('per webhook notification');
-    // The row target on the webhook path, from that storm's own counts.
-    const rows = report.targets.find((t) => t.name.startsWith('webhook storm row versions'))!;
-    expect(rows.measured).toBeCloseTo(again.rowsWritten.total / again.channels.webhook.sent, 9);
-    expect(rows.met).toBe(rows.measured <= 2);
+    // The webhook path's row versions, from that storm's own counts, reported beside the peer.
+    expect(again.perNotification!.rows).toBeCloseTo(
+      again.rowsWritten.total / again.channels.webhook.sent,
+      9,
+    );
+    expect(stdout).toContain(again.perNotification!.rows.toFixed(3));
     expect(versus.measured).toBeCloseTo(ours / peer.cpuMsPerNotification, 9);
     expect(versus.met).toBe(versus.measured < 1);
     expect(stdout).toContain('Alertmanager');
