@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { subscriptionPointKeys } from '../domain/points.js';
-import { eventNotified, pruneFinishedNotifications } from '../ledger/index.js';
+import { eventNotified, pruneFinishedNotifications, warningTracked } from '../ledger/index.js';
 
 /**
  * Retention: what a deployment that runs for years must forget (RETENTION_DAYS). The sweeper
@@ -48,14 +48,6 @@ async function deleted(db: Db, table: string, statement: SQL): Promise<Retention
   );
   return { [table]: rows[0]?.n ?? 0 };
 }
-
-/**
- * The row's warning is still tracked somewhere: an open warning, or detection's window. By id
- * alone: in v1 mode a delivery names its subscriber's place while `warnings` tracks the alert
- * at each point, and one alert id seen later at another point must still find its ledger row.
- */
-const warningTracked = (alias: string) =>
-  sql.raw(`(SELECT EXISTS (SELECT 1 FROM warnings w WHERE w.warning_id = ${alias}.warning_id))`);
 
 // The probes are written `(SELECT EXISTS (…))`, not `EXISTS (…)`: a plain EXISTS becomes an
 // anti-join that reads every old row and sorts them (135 ms for 168,000 rows, and growing with
