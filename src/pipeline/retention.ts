@@ -49,19 +49,9 @@ async function deleted(db: Db, table: string, statement: SQL): Promise<Retention
   return { [table]: rows[0]?.n ?? 0 };
 }
 
-// The probes are written `(SELECT EXISTS (…))`, not `EXISTS (…)`: a plain EXISTS becomes an
-// anti-join that reads every old row and sorts them (135 ms for 168,000 rows, and growing with
-// the backlog), while this one is an index probe per row of the ordered index scan, which
-// stops at the batch (8 ms).
-
 export const RETENTION_STEPS: readonly RetentionStep[] = [
   {
-    // Notifications whose message is finished (sent, or dead), and each message with the last
-    // notification it carried; a message still held, pending or retrying keeps every
-    // notification it carries. Messages have no index on their age (migration 0017): none is
-    // left without notifications, so none has to be looked for. One sweep at a time: two
-    // removing different notifications of one message at once would each still see the other's
-    // and leave the message behind.
+    // Finished notifications and their messages: the ledger's step (src/ledger/prune.ts).
     table: 'deliveries',
     prune: pruneFinishedNotifications,
   },
