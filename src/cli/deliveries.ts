@@ -25,11 +25,6 @@ const USAGE =
 const ERROR_WIDTH = 60;
 const MAX_LIMIT = 100_000;
 
-/** A time of the ledger as the terminal shows it (`local-time.ts`). */
-export function shortTime(date: Date | null, timeZone: string): string {
-  return localTime(date, timeZone);
-}
-
 /** An ISO 8601 time for --since; a date or a time without an offset is the terminal's. */
 export function parseSince(value: string, timeZone: string): Date {
   return parseTime(value, '--since', timeZone);
@@ -92,7 +87,7 @@ export function ledgerColumns(timeZone: string): readonly Column<DeliveryListing
   return [
     { header: 'id', value: (d) => d.id },
     { header: 'message', value: (d) => d.messageId },
-    { header: 'created', value: (d) => shortTime(d.createdAt, timeZone) },
+    { header: 'created', value: (d) => localTime(d.createdAt, timeZone) },
     {
       header: 'status',
       value: (d) => (d.hold && d.status === 'held' ? `held (${d.hold})` : d.status),
@@ -106,7 +101,7 @@ export function ledgerColumns(timeZone: string): readonly Column<DeliveryListing
     { header: 'place', value: (d) => d.placeName ?? d.placeId },
     { header: 'event', value: (d) => d.eventType },
     { header: 'warning', value: (d) => d.warningId },
-    { header: 'next attempt', value: (d) => shortTime(d.nextAttemptAt, timeZone) },
+    { header: 'next attempt', value: (d) => localTime(d.nextAttemptAt, timeZone) },
     { header: 'last error', value: (d) => cutShort(d.lastError, ERROR_WIDTH) },
   ];
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { cutShort, isDeliveryId, isDeliveryStatus } from '../../src/ledger/list.js';
 import { UsageError } from '../../src/cli/command.js';
-import { formatDeliveries, parseSince, shortTime } from '../../src/cli/deliveries.js';
-import { terminalZone } from '../../src/cli/local-time.js';
+import { formatDeliveries, parseSince } from '../../src/cli/deliveries.js';
+import { localTime, terminalZone } from '../../src/cli/local-time.js';
 
 describe('ledger listing helpers', () => {
   it('knows the five statuses and nothing else', () => {
@@ -52,10 +52,10 @@ describe('ledger listing helpers', () => {
 
   it('prints times to the second in the terminal zone, with the offset', () => {
     const at = new Date('2026-07-01T08:00:00.123Z');
-    expect(shortTime(at, 'Asia/Shanghai')).toBe('2026-07-01 16:00:00+08:00');
-    expect(shortTime(at, 'America/New_York')).toBe('2026-07-01 04:00:00-04:00');
-    expect(shortTime(at, 'UTC')).toBe('2026-07-01 08:00:00+00:00');
-    expect(shortTime(null, 'UTC')).toBe('');
+    expect(localTime(at, 'Asia/Shanghai')).toBe('2026-07-01 16:00:00+08:00');
+    expect(localTime(at, 'America/New_York')).toBe('2026-07-01 04:00:00-04:00');
+    expect(localTime(at, 'UTC')).toBe('2026-07-01 08:00:00+00:00');
+    expect(localTime(null, 'UTC')).toBe('');
   });
 
   it("reads the terminal's zone from TZ, and falls back to the process's for what ICU does not know", () => {
