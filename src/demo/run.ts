@@ -55,12 +55,10 @@ export interface DemoOptions {
   readonly redisCommand?: string;
 }
 
-export type DeliveryCount = ChannelStatusCount;
-
 export interface DemoReport {
   readonly cycles: readonly CycleSummary[];
   readonly events: Record<EventType, number>;
-  readonly deliveries: readonly DeliveryCount[];
+  readonly deliveries: readonly ChannelStatusCount[];
   readonly emailsSaved: number;
   readonly mailDir: string;
   readonly webhooks: { received: number; verified: number };

@@ -7,8 +7,8 @@ import type { Channel } from './message.js';
 import { ATTEMPT_UNDER_WAY } from './settle.js';
 
 /**
- * What the ledger says of messages and notifications, for `poll --once`, metrics, the admin
- * commands and the demo: each status as one statement reads it.
+ * What the ledger says of messages and notifications, for `poll --once`, the metrics scrape and
+ * the demo (`qwn deliveries` lists rows through list.ts): each status as one statement reads it.
  */
 
 /** How many of each status. */
