@@ -241,8 +241,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     // not make qwn announce its end.
     expireAfterSeconds: e.EXPIRE_AFTER_SECONDS ?? 900,
     // A check mostly waits, on the upstream and on its transaction: 16 at once finished a
-    // storm's 1,592 checks in 11.6 s instead of 20 s on two cores (docs/benchmarks-history.md), and with a
-    // slow upstream they keep QWEATHER_QPM, not the workers, the limit.
+    // storm's 1,592 checks in 11.6 s instead of 20 s on two cores (docs/benchmarks-history.md),
+    // and with a slow upstream they keep QWEATHER_QPM, not the workers, the limit.
     checkConcurrency: e.CHECK_CONCURRENCY ?? 16,
     deliveryConcurrency: e.DELIVERY_CONCURRENCY ?? 32,
     smtpUrl: e.SMTP_URL,

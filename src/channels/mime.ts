@@ -3,8 +3,8 @@ import addressparser from 'nodemailer/lib/addressparser';
 /**
  * The MIME form of a notification email: headers, then a multipart/alternative body with a text
  * and an HTML part, both UTF-8 in base64. Composed here rather than by nodemailer's composer,
- * which cost about twice the SMTP exchange itself in a storm (docs/benchmarks-history.md); nodemailer still
- * sends the result. Pure: the caller supplies the date and every address.
+ * which cost about twice the SMTP exchange itself in a storm (docs/benchmarks-history.md);
+ * nodemailer still sends the result. Pure: the caller supplies the date and every address.
  */
 
 export interface MimeAddress {

@@ -96,9 +96,9 @@ export interface PostOptions {
 /**
  * One POST through `dispatcher`'s handler interface rather than `request`: `request` with a
  * stream for the answer, an abort signal for the deadline and per-request timeouts cost the
- * sender 45 µs of CPU a POST against 25 µs here, for the same bounds (docs/benchmarks-history.md item 56).
- * Undici's own timeouts (the Agent's, one phase each) stay as they were; the deadline bounds all
- * phases together. Rejects with the transport's error, or a `DeadlineError`, when no answer
+ * sender 45 µs of CPU a POST against 25 µs here, for the same bounds (docs/benchmarks-history.md
+ * item 56). Undici's own timeouts (the Agent's, one phase each) stay as they were; the deadline
+ * bounds all phases together. Rejects with the transport's error, or a `DeadlineError`, when no answer
  * came; a status other than 2xx is an answer, for the caller to judge.
  */
 export function postOnce(

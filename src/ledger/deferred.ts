@@ -126,8 +126,8 @@ export async function writeDeferredMessages(db: Db, ids: readonly string[]): Pro
 /**
  * The sent mark of deferred messages: their rows, inserted as sent at `ats`. A plain insert
  * unless `meetWritten`: each row of an `ON CONFLICT` insert is a speculative insertion (a lock
- * and a WAL record more, 40 % more per row, docs/benchmarks-history.md item 41), and a deferred message
- * rarely has a row by the time it is sent. When one does (a failure, a hand-back or a
+ * and a WAL record more, 40 % more per row, docs/benchmarks-history.md item 41), and a deferred
+ * message rarely has a row by the time it is sent. When one does (a failure, a hand-back or a
  * redelivery wrote it while the send was under way), the insert fails on its primary key and
  * `SentRecorder` writes the marks again with `meetWritten`, which marks that row sent as any
  * other.

@@ -25,9 +25,9 @@ export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
 
 /**
  * Messages per first-attempt job, by channel. One job per message cost about 40 Redis commands
- * and two Postgres transactions per notification (docs/benchmarks-history.md); a batch shares them. Emails go
- * in smaller batches: a mail pool sends far fewer per second than a webhook client, and a
- * claimed message should not wait long for its turn.
+ * and two Postgres transactions per notification (docs/benchmarks-history.md); a batch shares
+ * them. Emails go in smaller batches: a mail pool sends far fewer per second than a webhook
+ * client, and a claimed message should not wait long for its turn.
  */
 export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, robot: 10, email: 10 };
 

@@ -228,7 +228,8 @@ async function attempt(
     ...(message.deferred ? { deferred: message.hold === 'cycle' ? 'cycle' : 'direct' } : {}),
   });
   // Per message at debug: at info a storm's 100,000 lines cost the workers 6 % more CPU
-  // (docs/benchmarks-history.md item 49); the job's summary says it at info, the ledger message by message.
+  // (docs/benchmarks-history.md item 49); the job's summary says it at info, the ledger message by
+  // message.
   log.debug(
     {
       messageId: message.id,

@@ -3,7 +3,7 @@ import type { Message } from '../domain/message-render.js';
 import { ATTRIBUTION, type Notification } from '../domain/render.js';
 import type { CarriedNotification, Outgoing } from '../ledger/index.js';
 
-/** A taken message as its channel renders it: the deliver job's, and `qwn preview`'s kind. */
+/** A taken message as its channel renders it (src/pipeline/deliver.ts sends it). */
 
 /**
  * A carried notification as its reader sees it: in their language, its times in `timeZone` (the

@@ -34,7 +34,8 @@ async function runNamed<T extends pg.QueryResultRow>(
  * (src/pipeline/quiet-check.ts), as named prepared statements. Postgres plans such a statement
  * with its parameters for the first five runs, then keeps the generic plan unless it costs more
  * than those did; a plan that costs an array of unknown length dearly is planned anew on every
- * run (docs/benchmarks-history.md item 51), and one that hashes a table reads all of it on every check.
+ * run (docs/benchmarks-history.md item 51), and one that hashes a table reads all of it on every
+ * check.
  */
 describe.each<CheckedTable>(['places', 'alert_points'])(
   'the quiet checks’ statements on %s',
