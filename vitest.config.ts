@@ -18,7 +18,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/**/*.int.test.ts', 'test/faults/**'],
+          exclude: ['test/**/*.int.test.ts', 'test/faults/**', 'test/browser/**'],
           env: { TZ: 'UTC' },
           // Pure code with no module state between files: one module graph per worker instead
           // of one per file (the imports were a third of the unit project's time).
