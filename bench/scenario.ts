@@ -8,7 +8,7 @@ import type { EventType } from '../src/domain/detect.js';
 import { filterAccepts } from '../src/domain/filters.js';
 import type { Warning } from '../src/domain/warning.js';
 import type { PipelineContext } from '../src/runtime/context.js';
-import { BATCH_UNWRITTEN, createdInCycle, type Channel } from '../src/ledger/index.js';
+import { createdInCycle, type Channel } from '../src/ledger/index.js';
 import { runPoll } from '../src/pipeline/poll.js';
 import type { Simulator } from '../src/simulator/index.js';
 import type { BenchData, BenchSource, ScenarioState } from './data.js';
@@ -93,7 +93,7 @@ export interface ScenarioResult {
 export interface PerNotification {
   /** Row versions written (inserted, updated, deleted) in every table. */
   rows: number;
-  /** Of them, in the ledger itself: `deliveries`, `messages` and `first_attempt_batches`. */
+  /** Of them, in the ledger itself: `deliveries` and `messages`. */
   ledgerRows: number;
   walBytes: number;
   redisCommands: number;
@@ -119,9 +119,7 @@ export function perNotification(
   };
   return {
     rows: totals.rows / notifications,
-    ledgerRows:
-      (written('deliveries') + written('messages') + written('first_attempt_batches')) /
-      notifications,
+    ledgerRows: (written('deliveries') + written('messages')) / notifications,
     walBytes: totals.walBytes / notifications,
     redisCommands: totals.redisCommands / notifications,
     pgRedisCpuMs: ((totals.cpuSeconds.postgres + totals.cpuSeconds.redis) / notifications) * 1000,
@@ -189,11 +187,7 @@ async function waitForFirstAttempts(
       env.ctx.db,
       sql`SELECT (SELECT count(*)::int FROM messages
                   WHERE status IN ('open', 'pending') AND created_at >= ${startedAt})
-            -- Deferred messages not yet sent have no row (src/ledger/deferred.ts).
-            + (SELECT count(*)::int FROM first_attempt_batches b
-               CROSS JOIN LATERAL (${BATCH_UNWRITTEN}) u
-               WHERE b.created_at >= ${startedAt})
-            -- A cycle message has no row until its cycle releases it.
+            -- The cycle's release is still to come.
             + (SELECT count(*)::int FROM poll_cycles
                WHERE id = ${cycleId} AND released_at IS NULL) AS n`,
     );

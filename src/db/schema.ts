@@ -498,7 +498,9 @@ export const deliveries = pgTable(
 /**
  * What is sent: one email, one webhook POST or one chat-robot post carrying one or more notifications of one
  * subscriber (docs/messages.md). Its id is the webhook-id and the email Message-ID, on every retry
- * and redelivery; a message of one notification takes that notification's id. `open` collects:
+ * and redelivery; a message of one notification takes that notification's id. Written in the
+ * statement that writes its first notification (the outbox, docs/design.md), except a cycle's
+ * message, which collects without a row and is written by the cycle's release. `open` collects:
  * notifications of the subscriber may still join it until `next_attempt_at`, when it is due.
  * Stored with fillfactor 50 (as the ledger was, migration 0003) so that a claim is a HOT update.
  */
@@ -542,28 +544,5 @@ export const messages = pgTable(
     ),
     check('messages_channel', sql`${t.channel} IN ('email', 'webhook', 'robot')`),
     check('messages_attempts', sql`${t.attempts} >= 0`),
-  ],
-);
-
-/**
- * First attempts planned into one deliver job whose messages have no row yet. A message of one
- * notification that nothing holds back (a direct webhook or email) is written to `messages`
- * only once there is something to remember of it: its send (the sent mark inserts the row), a
- * failure, or its hand-back by the sweeper. Until then its notification (same id) and this
- * row say all there is: pending, never tried, owned by `job_id`. One row per 50 webhooks
- * instead of a message row each (issue 21). The sweeper removes a row once none of its messages
- * is left without one, and hands a lost job's messages back.
- */
-export const firstAttemptBatches = pgTable(
-  'first_attempt_batches',
-  {
-    jobId: text('job_id').primaryKey(),
-    channel: text('channel').notNull(),
-    messageIds: uuid('message_ids').array().notNull(),
-    createdAt: tstz('created_at').notNull().defaultNow(),
-  },
-  (t) => [
-    index('first_attempt_batches_created_idx').on(t.createdAt),
-    check('first_attempt_batches_channel', sql`${t.channel} IN ('email', 'webhook')`),
   ],
 );

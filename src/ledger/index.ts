@@ -1,6 +1,6 @@
 /**
- * The delivery ledger: the only code that reads or writes `deliveries`, `messages` and
- * `first_attempt_batches` (docs/design.md). Everything outside src/ledger/ comes in through
+ * The delivery ledger: the only code that reads or writes `deliveries` and `messages`
+ * (docs/design.md). Everything outside src/ledger/ comes in through
  * this file; test/ledger/ownership.test.ts holds both rules.
  *
  * - message.ts: a message's channel, and what a check's statement created
@@ -10,7 +10,6 @@
  * - take.ts: a deliver job takes its messages, with their subscribers and notifications
  * - sent-mark.ts: sent messages marked in group commits
  * - settle.ts: an attempt that did not send: retrying, dead, waiting, handed back or split
- * - deferred.ts: messages whose row is written only when they need one
  * - prune.ts: finished notifications and messages past RETENTION_DAYS go
  * - recover.ts: due messages without a live job get one again
  * - redeliver.ts: messages sent again under their own ids (qwn redeliver)
@@ -19,7 +18,6 @@
  * - status.ts: what the ledger says of messages and notifications, status by status
  * - lookups.ts: which notifications a message carries, which a cycle created
  */
-export * from './deferred.js';
 export * from './dispatch.js';
 export * from './list.js';
 export * from './lookups.js';

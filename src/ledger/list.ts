@@ -1,7 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
-import { MESSAGE_STATUS } from './deferred.js';
-import { carriedBy } from './lookups.js';
+import { carriedBy, MESSAGE_STATUS } from './lookups.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 import { CYCLE_WAIT_LIMIT_MS } from '../domain/schedule.js';
@@ -125,7 +124,7 @@ function toListing(row: ListingRow): DeliveryListing {
 
 /**
  * The status shown for notification `d` of message `m` (LEFT JOINed): `held` while the message
- * collects, pending while a direct message has no row yet (src/ledger/deferred.ts).
+ * collects, whether in its row or, for a cycle's, still without one.
  */
 export const SHOWN_STATUS = sql`CASE WHEN ${MESSAGE_STATUS} = 'open' THEN 'held'
   ELSE ${MESSAGE_STATUS} END`;
@@ -134,19 +133,14 @@ export const SHOWN_STATUS = sql`CASE WHEN ${MESSAGE_STATUS} = 'open' THEN 'held'
  * A cycle message without its row collects until its cycle's end, 60 s after its first
  * notification at the latest (src/ledger/release.ts).
  */
-const UNWRITTEN_CYCLE_MESSAGE = sql`m.id IS NULL AND d.message_id <> d.id`;
-
 const LISTING_COLUMNS = sql`
-  d.id, d.message_id,
-  CASE WHEN ${UNWRITTEN_CYCLE_MESSAGE} THEN 'cycle' ELSE m.hold END AS hold,
-  d.created_at, ${SHOWN_STATUS} AS status,
-  coalesce(m.attempts, 0) AS attempts, d.channel,
+  d.id, d.message_id, coalesce(m.hold, 'cycle') AS hold, d.created_at,
+  ${SHOWN_STATUS} AS status, coalesce(m.attempts, 0) AS attempts, d.channel,
   s.robot_kind, s.robot_url, d.subscriber_id, coalesce(s.email, s.webhook_url) AS subscriber,
   s.active AND s.unsubscribed_at IS NULL AS subscriber_active,
   d.place_id, p.name AS place_name, d.event_type, d.warning_id,
-  coalesce(m.next_attempt_at, CASE WHEN ${UNWRITTEN_CYCLE_MESSAGE}
-    THEN d.created_at + make_interval(secs => ${CYCLE_WAIT_LIMIT_MS / 1000}) ELSE d.created_at END)
-    AS next_attempt_at,
+  coalesce(m.next_attempt_at,
+    d.created_at + make_interval(secs => ${CYCLE_WAIT_LIMIT_MS / 1000})) AS next_attempt_at,
   m.last_error, m.sent_at`;
 
 const LISTING_FROM = sql`

@@ -25,3 +25,17 @@ export function carriedBy(ids: SQL): SQL {
 export function createdInCycle(cycleId: string): SQL {
   return sql`d.event_id IN (SELECT e.id FROM events e WHERE e.cycle_id = ${cycleId})`;
 }
+
+/**
+ * Whether notification `d` waits in its cycle's message, which has no row while the cycle
+ * collects: the cycle's release writes it (src/ledger/release.ts). Every other notification's
+ * message has its row from the statement that wrote the notification.
+ */
+export const IN_COLLECTING_MESSAGE = sql`(d.message_id <> d.id
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = d.message_id))`;
+
+/**
+ * The status of notification `d`'s message `m`, joined with a LEFT JOIN: a message without its
+ * row collects for its cycle ('open').
+ */
+export const MESSAGE_STATUS = sql`coalesce(m.status, 'open')`;

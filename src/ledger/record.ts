@@ -14,8 +14,7 @@ import {
   type OpenMessage,
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
-import { carriedBy } from './lookups.js';
-import { MESSAGE_UNWRITTEN } from './deferred.js';
+import { carriedBy, IN_COLLECTING_MESSAGE } from './lookups.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { scheduleCycleReleases } from './release.js';
 import { enqueueFirstAttempts, FIRST_ATTEMPT_BATCH, firstAttemptJob } from './dispatch.js';
@@ -26,10 +25,10 @@ import type { Tx } from '../db/client.js';
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
  * id, event type) that a subscriber's filters let through (docs/design.md, invariant 2), each carried by
  * exactly one message (invariant 8). A subscriber who neither groups, nor has quiet hours, nor
- * an hourly limit gets a message per notification under the notification's own id, planned into
- * a first-attempt batch in the same statement, its row written when it is sent
- * (src/ledger/deferred.ts); one who groups by cycle and nothing else joins the cycle's message in
- * that statement too; the others go through the scheduler (src/domain/schedule.ts).
+ * an hourly limit gets a message per notification under the notification's own id, written in
+ * the same statement and planned into a first-attempt batch; one who groups by cycle and nothing
+ * else joins the cycle's message in that statement too; the others go through the scheduler
+ * (src/domain/schedule.ts).
  */
 
 /** The channel of subscriber `u`: the column of its one address. */
@@ -170,11 +169,10 @@ export async function insertNotifications(
 
 /**
  * A message per notification, under the notification's id, written by the common table
- * expressions `direct` and `direct_batches` as one column array per field: eight parameters,
+ * expressions `direct` and `direct_messages` as one column array per field: eight parameters,
  * not eight per row, which a storm's checks spent most of their time building and Postgres
- * parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a time, and
- * the job's batch row stands for their messages until each has something to remember
- * (src/ledger/deferred.ts): no message row is written here.
+ * parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a time, which
+ * owns their first attempts (`first_job_id`, src/ledger/take.ts).
  */
 function directCtes(
   chunk: readonly NewNotification[],
@@ -196,19 +194,19 @@ function directCtes(
                   AS x(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
                        occurrence, channel)) v
           ON CONFLICT DO NOTHING
-          RETURNING id, channel),
+          RETURNING id, subscriber_id, channel),
         direct_batched AS (
           SELECT n.*,
             ${firstAttemptJob(`${input.key}_${offset}_`, sql`n.channel`, sql`n.id`)} AS first_job_id
           FROM direct n),
         -- A check runs once per cycle, so its job ids are new; a run repeated after its commit
-        -- (a stalled job) adds what it wrote to the batch its job id already names, whose job
-        -- has run: the sweeper hands those back.
-        direct_batches AS (
-          INSERT INTO first_attempt_batches AS b (job_id, channel, message_ids, created_at)
-          SELECT first_job_id, channel, array_agg(id ORDER BY id), ${input.now}::timestamptz
-          FROM direct_batched GROUP BY first_job_id, channel
-          ON CONFLICT (job_id) DO UPDATE SET message_ids = b.message_ids || excluded.message_ids)`;
+        -- (a stalled job) names a job that has run: the sweeper hands those messages back.
+        direct_messages AS (
+          INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at, first_job_id,
+            created_at, updated_at)
+          SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
+            ${input.now}::timestamptz, ${input.now}::timestamptz
+          FROM direct_batched)`;
 }
 
 interface CreatedRow {
@@ -289,16 +287,15 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
 /**
  * Notifications of subscribers who group by cycle and nothing else (the email default): each
  * joins the subscriber's message of the cycle, `cycleMessageId`, which has no row while it
- * collects. The cycle's release plans it into a first-attempt batch (src/ledger/release.ts)
- * and its sent mark writes its row: one row version, where a row made open by the first check,
- * then released, then sent took three (docs/benchmarks-history.md items 44 and 45).
+ * collects: its row is written by the cycle's release, due (src/ledger/release.ts).
  *
  * What a check shares with the other checks and the release is the cycle's row, locked `FOR KEY
- * SHARE` while the cycle still collects (`released_at` null). Sixteen checks of a storm hold it
- * at once, and the counters' updates of the row (a `NO KEY UPDATE`) do not wait for them; the
- * release's `FOR UPDATE` waits for every check still adding, then stops the collecting, and a
- * check that locks the row after that reads it released and leaves its notifications `late`,
- * for the scheduler (test/pipeline/cycle-message-race.int.test.ts).
+ * SHARE` while the cycle still collects (`released_at` null). Sixteen checks of a storm reach the
+ * same national desks: a message row written by the first would make the others wait on its key
+ * until that check commits. The counters' updates of the cycle row (a `NO KEY UPDATE`) do not
+ * wait for the checks either; the release's `FOR UPDATE` waits for every check still adding,
+ * then stops the collecting, and a check that locks the row after that reads it released and
+ * leaves its notifications `late`, for the scheduler (test/pipeline/cycle-message-race.int.test.ts).
  */
 function cycleJoinCtes(rows: readonly NewNotification[]): SQL {
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
@@ -431,11 +428,9 @@ async function insertScheduled(
   const limited = subscriberIds.filter((id) => prefs.get(id)?.maxPerHour != null);
   const recent = new Map<string, Date[]>();
   if (limited.length > 0) {
-    // Messages sent within the hour, and those still to be sent (each will be, once). A message
-    // planned before the subscriber set the limit may have no row yet (a direct or a cycle
-    // message, src/ledger/deferred.ts): it goes out now, and counts as well. One
-    // without a row for an hour does not exist: the sweeper writes a lost job's within a
-    // minute.
+    // Messages sent within the hour, and those still to be sent (each will be, once). A cycle's
+    // message planned before the subscriber set the limit collects without a row: it goes out
+    // within the minute, and counts as well.
     const sends = await queryRows<{ subscriber_id: string; at: Date }>(
       tx,
       sql`SELECT subscriber_id, coalesce(sent_at, next_attempt_at) AS at FROM messages
@@ -446,7 +441,7 @@ async function insertScheduled(
           SELECT d.subscriber_id, ${now}::timestamptz FROM deliveries d
           WHERE d.subscriber_id = ANY(${sql.param(limited)}::uuid[])
             AND d.created_at > ${now}::timestamptz - interval '1 hour'
-            AND ${MESSAGE_UNWRITTEN}
+            AND ${IN_COLLECTING_MESSAGE}
           GROUP BY d.subscriber_id, d.message_id`,
     );
     for (const s of sends) {

@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { BATCH_UNWRITTEN, writeDeferredMessages } from './deferred.js';
 import { enqueueMessage, isJobLive } from './dispatch.js';
 import type { Channel } from './message.js';
 
@@ -61,8 +60,6 @@ export async function requeueDueMessages(
       orphans.push(row);
     }
   }
-  const handedBack = await handBackLostBatches(ctx, graceSeconds);
-  orphans.push(...handedBack);
   // A lost job's first attempts are handed back before they get jobs that claim them; a row
   // whose owner changed meanwhile (the cycle's release) is left to its new job.
   for (const [jobId, rows] of lost) {
@@ -80,45 +77,7 @@ export async function requeueDueMessages(
   // Skips messages whose own job is still waiting or running; replaces a finished job's id.
   for (const row of orphans) if (await enqueueMessage(ctx.queues, row, row.attempts)) requeued += 1;
   return {
-    due: [...due.map(({ id, channel, attempts }) => ({ id, channel, attempts })), ...handedBack],
+    due: due.map(({ id, channel, attempts }) => ({ id, channel, attempts })),
     requeued,
   };
-}
-
-/**
- * The first-attempt batches of deferred messages (src/ledger/deferred.ts) older than
- * the grace: a batch whose messages all have rows is done and removed; one whose job is gone
- * (Redis flushed, the job failed for good) has its unwritten messages written as pending and
- * owned by nobody, and returns them to be given jobs of their own.
- */
-async function handBackLostBatches(
-  ctx: PipelineContext,
-  graceSeconds: number,
-): Promise<RequeuedMessage[]> {
-  const batches = await queryRows<{ job_id: string; channel: Channel; unwritten: string[] }>(
-    ctx.db,
-    sql`SELECT b.job_id, b.channel, ARRAY(${BATCH_UNWRITTEN})::text[] AS unwritten
-        FROM first_attempt_batches b
-        WHERE b.created_at <= now() - make_interval(secs => ${graceSeconds})
-        ORDER BY b.created_at
-        LIMIT ${BATCH}`,
-  );
-  const done: string[] = [];
-  const handedBack: RequeuedMessage[] = [];
-  for (const batch of batches) {
-    if (batch.unwritten.length > 0) {
-      if (await isJobLive(ctx.queues, batch.channel, batch.job_id)) continue;
-      const written = await writeDeferredMessages(ctx.db, batch.unwritten);
-      handedBack.push(...written.map((id) => ({ id, channel: batch.channel, attempts: 0 })));
-    }
-    done.push(batch.job_id);
-  }
-  if (done.length > 0) {
-    // Only a batch with nothing left unwritten goes, read again here: a message written by
-    // nobody is never without its batch.
-    await ctx.db.execute(sql`
-      DELETE FROM first_attempt_batches b
-      WHERE b.job_id = ANY(${sql.param(done)}::text[]) AND NOT EXISTS (${BATCH_UNWRITTEN})`);
-  }
-  return handedBack;
 }

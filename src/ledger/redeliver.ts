@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { inactiveReason } from '../domain/subscriber-state.js';
-import { MESSAGE_STATUS } from './deferred.js';
 import { deliverQueue, enqueueMessage, type DeliverQueues } from './dispatch.js';
+import { IN_COLLECTING_MESSAGE } from './lookups.js';
 import type { Channel } from './message.js';
 import { ATTEMPT_UNDER_WAY } from './settle.js';
 import { deliverJobId } from '../runtime/queues.js';
@@ -59,6 +59,13 @@ interface Candidate {
   in_flight: boolean;
 }
 
+/**
+ * Whether message `d` has an attempt under way: claimed by a sender, or a first attempt that
+ * its planned job owns and may be making right now (src/ledger/take.ts).
+ */
+const IN_FLIGHT = sql`(coalesce(d.claimed_until >= now(), false)
+  OR (d.status = 'pending' AND d.attempts = 0 AND d.first_job_id IS NOT NULL))`;
+
 function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candidate[]> {
   if ('ids' in selection) {
     const ids = sql.param(selection.ids.filter(isDeliveryId).map((id) => id.toLowerCase()));
@@ -67,19 +74,18 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
       sql`(SELECT DISTINCT ON (d.id) d.id, a.id::text AS asked,
             CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
             s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-            coalesce(d.claimed_until >= now(), false) AS in_flight
+            ${IN_FLIGHT} AS in_flight
           FROM unnest(${ids}::uuid[]) AS a(id)
           JOIN messages d ON d.id = a.id
             OR d.id = (SELECT n.message_id FROM deliveries n WHERE n.id = a.id)
           JOIN subscribers s ON s.id = d.subscriber_id
           ORDER BY d.id, d.created_at)
           UNION ALL
-          SELECT DISTINCT d.message_id, a.id::text, ${UNWRITTEN_CANDIDATE}
+          SELECT DISTINCT d.message_id, a.id::text, ${COLLECTING_CANDIDATE}
           FROM unnest(${ids}::uuid[]) AS a(id)
           JOIN deliveries d ON d.id = a.id OR (d.message_id = a.id AND d.message_id <> d.id)
-          LEFT JOIN messages m ON m.id = d.message_id
           JOIN subscribers s ON s.id = d.subscriber_id
-          WHERE m.id IS NULL`,
+          WHERE ${IN_COLLECTING_MESSAGE}`,
     );
   }
   const since = selection.since.toISOString();
@@ -92,45 +98,33 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
     ? sql`d.created_at >= ${since}
           AND d.status = ANY(${sql.param(statuses.map(storedStatus))}::text[])`
     : sql`d.created_at >= ${since}`;
-  // A message without its row is only ever held or pending.
-  const unwrittenWhere =
-    statuses === null || statuses.includes('held') || statuses.includes('pending')
-      ? sql`d.created_at >= ${since}`
-      : sql`false`;
-  const statusWanted = statuses
-    ? sql`c.status = ANY(${sql.param([...statuses])}::text[])`
-    : sql`true`;
+  const collectingWhere =
+    statuses === null || statuses.includes('held') ? sql`d.created_at >= ${since}` : sql`false`;
   return queryRows<Candidate>(
     db,
     sql`SELECT * FROM (
           SELECT d.id, NULL AS asked,
             CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
             s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-            coalesce(d.claimed_until >= now(), false) AS in_flight, d.created_at
+            ${IN_FLIGHT} AS in_flight, d.created_at
           FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
           WHERE ${where}
           UNION ALL
-          (SELECT DISTINCT ON (d.message_id) d.message_id, NULL, ${UNWRITTEN_CANDIDATE},
+          (SELECT DISTINCT ON (d.message_id) d.message_id, NULL, ${COLLECTING_CANDIDATE},
              d.created_at
-           FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
-           JOIN subscribers s ON s.id = d.subscriber_id
-           WHERE ${unwrittenWhere} AND m.id IS NULL
+           FROM deliveries d JOIN subscribers s ON s.id = d.subscriber_id
+           WHERE ${collectingWhere} AND ${IN_COLLECTING_MESSAGE}
            ORDER BY d.message_id, d.created_at)) c
-        WHERE ${statusWanted}
         ORDER BY c.created_at, c.id`,
   );
 }
 
 /**
- * A message without its row yet (src/ledger/deferred.ts) as a candidate, after its id
- * and the id asked for, through a notification `d` and its message `m` LEFT JOINed: held while
- * its cycle collects; otherwise pending, its first attempt owned by the batch job planned for
- * it, so an attempt is under way.
+ * A cycle's message still collecting without its row (src/ledger/release.ts) as a candidate,
+ * after its id and the id asked for, through a notification `d`: held, never tried.
  */
-const UNWRITTEN_CANDIDATE = sql`CASE WHEN ${MESSAGE_STATUS} = 'open' THEN 'held' ELSE 'pending' END
-    AS status,
-  0 AS attempts, s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-  ${MESSAGE_STATUS} <> 'open' AS in_flight`;
+const COLLECTING_CANDIDATE = sql`'held' AS status, 0 AS attempts, s.active,
+  s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason, false AS in_flight`;
 
 /**
  * Sets the selected rows back to pending and enqueues their deliver jobs. Rows of a paused or
@@ -201,7 +195,7 @@ export async function redeliver(
                 FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
                 WHERE d.id = ANY(${sql.param(eligible)}::uuid[])
                   AND s.active AND s.unsubscribed_at IS NULL AND d.status <> 'open'
-                  AND (d.claimed_until IS NULL OR d.claimed_until < now())
+                  AND NOT ${IN_FLIGHT}
                 FOR UPDATE OF d)
               UPDATE messages d SET status = 'pending', attempts = 0, next_attempt_at = now(),
                 claimed_until = NULL, first_job_id = NULL, updated_at = now()

@@ -4,8 +4,7 @@ import { z } from 'zod';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs } from './dispatch.js';
-import { CYCLE_UNWRITTEN, RELEASE_JOB } from './deferred.js';
-import { createdInCycle } from './lookups.js';
+import { createdInCycle, IN_COLLECTING_MESSAGE } from './lookups.js';
 import type { Channel, CycleRelease } from './message.js';
 
 /**
@@ -13,10 +12,10 @@ import type { Channel, CycleRelease } from './message.js';
  * cycle's checks are done, or 60 s after its first notification if they are lost or slow
  * (docs/messages.md). Its notifications name it (`cycleMessageId`) and it has no row while it
  * collects; the release marks the cycle released, so that no check adds to it any more, and
- * plans it into a first-attempt batch whose job sends it and whose sent mark writes its row
- * (src/ledger/deferred.ts): one row version, as for a webhook's message. A message the
- * scheduler made for a subscriber who groups by cycle and keeps quiet hours or an hourly limit
- * has its row, open, from the start: the release makes it due at once.
+ * writes its row, due and planned into a first-attempt batch whose job owns it, as a check's jobs
+ * own its direct messages. A message the scheduler made for a subscriber who groups by cycle and
+ * keeps quiet hours or an hourly limit has its row, open, from the start: the release makes it
+ * due at once.
  *
  * Idempotent: a second release of the cycle writes nothing, and leaves a message already due
  * or taken alone.
@@ -24,42 +23,37 @@ import type { Channel, CycleRelease } from './message.js';
 export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string): Promise<number> {
   // One job per batch, as a check's own first attempts go (FIRST_ATTEMPT_BATCH): a storm's
   // grouped emails released one job each cost their own Redis round trips per message. The
-  // batch job's id goes on the message or its batch row, so the sweeper asks that job before
-  // requeueing.
+  // batch job's id goes on the message, so the sweeper asks that job before requeueing.
+  const now = ctx.now();
   const released = await ctx.db.transaction(async (tx) => {
     // Waits for every check still adding to the cycle's messages (they hold the row FOR KEY
-    // SHARE); a check that comes after finds it released.
+    // SHARE, which an update of the row alone would not wait for); a check that comes after
+    // finds it released.
     const [cycle] = await queryRows<{ released: boolean }>(
       tx,
       sql`SELECT released_at IS NOT NULL AS released FROM poll_cycles
           WHERE id = ${cycleId} FOR UPDATE`,
     );
-    let planned: ReleasedRow[] = [];
+    let collected: ReleasedRow[] = [];
     if (cycle && !cycle.released) {
-      await tx.execute(sql`UPDATE poll_cycles SET released_at = now() WHERE id = ${cycleId}`);
-      // Planned into first-attempt batches as a check plans its direct messages: still without
-      // a row, which their sent marks write (src/ledger/deferred.ts).
-      const batches = await queryRows<{ job_id: string; channel: Channel; message_ids: string[] }>(
+      await tx.execute(sql`UPDATE poll_cycles SET released_at = ${now} WHERE id = ${cycleId}`);
+      collected = await queryRows<ReleasedRow>(
         tx,
         sql`WITH collected AS (
-              SELECT DISTINCT d.message_id AS id, d.channel
+              SELECT d.message_id AS id, d.subscriber_id, d.channel, min(d.created_at) AS created_at
               FROM deliveries d
-              WHERE ${createdInCycle(cycleId)} AND ${CYCLE_UNWRITTEN}),
+              WHERE ${createdInCycle(cycleId)} AND ${IN_COLLECTING_MESSAGE}
+              GROUP BY d.message_id, d.subscriber_id, d.channel),
             batched AS (
-              SELECT c.*, ${firstAttemptJob(`${RELEASE_JOB}${randomUUID()}_`, sql`c.channel`, sql`c.id`)} AS job
+              SELECT c.*, ${firstAttemptJob(`rel_${randomUUID()}_`, sql`c.channel`, sql`c.id`)} AS job
               FROM collected c)
-            INSERT INTO first_attempt_batches (job_id, channel, message_ids, created_at)
-            SELECT job, channel, array_agg(id ORDER BY id), now()
-            FROM batched GROUP BY job, channel
-            RETURNING job_id, channel, message_ids::text[] AS message_ids`,
-      );
-      planned = batches.flatMap((b) =>
-        b.message_ids.map((id) => ({
-          id,
-          channel: b.channel,
-          first_job_id: b.job_id,
-          held_job: null,
-        })),
+            INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
+              next_attempt_at, first_job_id, created_at, updated_at)
+            SELECT id, subscriber_id, channel, 'pending', 'cycle', ${cycleId}, ${now}, job,
+              created_at, ${now}
+            FROM batched
+            ORDER BY id
+            RETURNING id, channel, first_job_id, NULL::text AS held_job`,
       );
     }
     const scheduled = await queryRows<ReleasedRow>(
@@ -67,7 +61,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
       sql`WITH due AS (
             SELECT id, channel, first_job_id AS held_job FROM messages
             WHERE status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId}
-              AND next_attempt_at > now()
+              AND next_attempt_at > ${now}
             FOR UPDATE),
           batched AS (
             SELECT id, held_job,
@@ -76,24 +70,19 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
           -- It stops collecting here, so its batch job owns its first attempt and sends it
           -- with no claim write (FIRST_ATTEMPT_OWNED). The row lock above waited for every
           -- check still adding to it.
-          UPDATE messages m SET status = 'pending', next_attempt_at = now(), updated_at = now(),
+          UPDATE messages m SET status = 'pending', next_attempt_at = ${now}, updated_at = ${now},
             first_job_id = b.job
           FROM batched b WHERE m.id = b.id
           RETURNING m.id, m.channel, m.first_job_id, b.held_job`,
     );
-    return [...planned, ...scheduled];
+    return [...collected, ...scheduled];
   });
   const held = new Map<string, Channel>();
   for (const m of released) if (m.held_job) held.set(m.held_job, m.channel);
   await enqueueFirstAttempts(
     ctx.queues,
-    released.map((m) => ({
-      id: m.id,
-      channel: m.channel,
-      firstJobId: m.first_job_id,
-      dueAt: ctx.now(),
-    })),
-    ctx.now(),
+    released.map((m) => ({ id: m.id, channel: m.channel, firstJobId: m.first_job_id, dueAt: now })),
+    now,
   );
   await removeHeldJobs(
     ctx.queues,

@@ -1,7 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type SQL } from 'drizzle-orm';
-import { errorChain } from '../error-chain.js';
-import { insertSentDeferred, type DeferredKind } from './deferred.js';
 import { GroupCommit } from '../runtime/group-commit.js';
 
 /** What the recorder needs of the database: `Db` fits. */
@@ -47,18 +45,12 @@ export class SentRecorder {
   ) {
     this.#marks = new GroupCommit(
       async (marks) => {
-        let meetWritten = false;
         let attempt = 0;
         for (;;) {
           try {
-            await db.execute(markStatement(marks, { meetWritten }));
+            await db.execute(markStatement(marks));
             return;
           } catch (err) {
-            // A deferred message that got its row meanwhile: not a failure, the other form.
-            if (!meetWritten && isUniqueViolation(err)) {
-              meetWritten = true;
-              continue;
-            }
             const pause = retryDelaysMs[attempt];
             if (pause === undefined) throw err;
             attempt += 1;
@@ -70,54 +62,26 @@ export class SentRecorder {
     );
   }
 
-  /**
-   * Resolves once the message is recorded as sent at `at`; rejects when that write failed for
-   * good. A `deferred` message has no row yet: its mark writes it (src/ledger/deferred.ts).
-   */
-  markSent(id: string, at: Date, options: { deferred?: DeferredKind } = {}): Promise<void> {
-    return this.#marks.add({ id, at, deferred: options.deferred ?? null });
+  /** Resolves once the message is recorded as sent at `at`; rejects when that write failed for good. */
+  markSent(id: string, at: Date): Promise<void> {
+    return this.#marks.add({ id, at });
   }
 }
 
 interface Mark {
   id: string;
   at: Date;
-  deferred: DeferredKind | null;
 }
 
-/** Postgres refused a row on a unique key (SQLSTATE 23505), under whatever wraps it. */
-const isUniqueViolation = (err: unknown): boolean =>
-  errorChain(err).some((e) => e.code === '23505');
-
-/** One statement for a flush: the rows that exist are updated, the deferred ones inserted. */
-function markStatement(marks: readonly Mark[], options: { meetWritten: boolean }): SQL {
-  const rows = marks.filter((m) => m.deferred === null);
-  const parts: SQL[] = [];
-  if (rows.length > 0) {
-    const ids = sql.param(rows.map((m) => m.id));
-    // The ANY() beside the join lets the planner look the rows up by primary key rather than
-    // join the whole table when its statistics lag behind a storm's inserts.
-    parts.push(sql`updated AS (
-        UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
-          -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
-          attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
-        FROM unnest(${ids}::uuid[],
-                    ${sql.param(rows.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
-        WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])
-        RETURNING 1)`);
-  }
-  for (const kind of ['direct', 'cycle'] as const) {
-    // One row per id: an insert may not touch a row twice.
-    const deferred = [
-      ...new Map(marks.filter((m) => m.deferred === kind).map((m) => [m.id, m])).values(),
-    ];
-    if (deferred.length === 0) continue;
-    const written = insertSentDeferred(
-      deferred.map((m) => m.id),
-      deferred.map((m) => m.at),
-      { ...options, kind },
-    );
-    parts.push(sql`${sql.raw(`inserted_${kind}`)} AS (${written} RETURNING 1)`);
-  }
-  return sql`WITH ${sql.join(parts, sql`, `)} SELECT 1`;
+/** One statement for a flush. */
+function markStatement(marks: readonly Mark[]): SQL {
+  const ids = sql.param(marks.map((m) => m.id));
+  // The ANY() beside the join lets the planner look the rows up by primary key rather than
+  // join the whole table when its statistics lag behind a storm's inserts.
+  return sql`UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
+      -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
+      attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
+    FROM unnest(${ids}::uuid[],
+                ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
+    WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;
 }

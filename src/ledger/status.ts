@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
-import { BATCH_UNWRITTEN, CYCLE_UNWRITTEN, MESSAGE_STATUS, MESSAGE_UNWRITTEN } from './deferred.js';
-import { carriedBy, createdInCycle } from './lookups.js';
+import { carriedBy, createdInCycle, IN_COLLECTING_MESSAGE, MESSAGE_STATUS } from './lookups.js';
 import { SHOWN_STATUS } from './list.js';
 import type { Channel } from './message.js';
 import { ATTEMPT_UNDER_WAY } from './settle.js';
@@ -25,7 +24,7 @@ function carriersOf(cycleId: string, released: readonly string[]) {
 
 /**
  * How many messages of cycle `cycleId` (and of `released`) still owe their first attempt: due
- * and not yet taken, being sent, or without their row yet. A held one waits for its hold.
+ * and not yet taken, or being sent. A held one waits for its hold.
  */
 export async function firstAttemptsOwed(
   db: Db,
@@ -41,7 +40,7 @@ export async function firstAttemptsOwed(
             AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
                  OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
         + (SELECT count(*)::int FROM deliveries d
-           WHERE ${createdInCycle(cycleId)} AND ${MESSAGE_UNWRITTEN}) AS n`,
+           WHERE ${createdInCycle(cycleId)} AND ${IN_COLLECTING_MESSAGE}) AS n`,
   );
   return row?.n ?? 0;
 }
@@ -60,32 +59,29 @@ export async function cycleStatus(
   );
   const messages = await queryRows<StatusCount>(
     db,
-    // A message without its row yet (src/ledger/deferred.ts) has the status its
-    // notifications say: a direct one pending, a cycle one collecting or pending.
+    // A message collecting for its cycle has no row yet: its notifications say it.
     sql`SELECT status, sum(n)::int AS n FROM (
           SELECT status, count(*) AS n FROM messages
           WHERE id IN ${carriersOf(cycleId, released)} GROUP BY status
           UNION ALL
-          SELECT ${MESSAGE_STATUS}, count(DISTINCT d.message_id) FROM deliveries d
-          LEFT JOIN messages m ON m.id = d.message_id
-          WHERE ${createdInCycle(cycleId)} AND m.id IS NULL GROUP BY 1) c
-        GROUP BY status`,
+          SELECT 'open', count(DISTINCT d.message_id) FROM deliveries d
+          WHERE ${createdInCycle(cycleId)} AND ${IN_COLLECTING_MESSAGE}) c
+        GROUP BY status HAVING sum(n) > 0`,
   );
   return { notifications, messages };
 }
 
 /**
  * What `qwn_oldest_due_seconds` and `qwn_messages_held` read on each scrape: how long the oldest
- * due message has waited, and how many messages are held. The metrics scrape runs it (src/ops/metrics.ts); a
- * test holds its plan to the collecting cycles (test/db/metrics-plans.int.test.ts).
+ * due message has waited, and how many messages are held. The metrics scrape runs it
+ * (src/ops/metrics.ts); a test holds its plan to the collecting cycles
+ * (test/db/metrics-plans.int.test.ts).
  */
 export const DUE_AND_HELD = sql`SELECT
     -- messages_due_idx holds exactly the unsent messages, ordered by next_attempt_at. A held
-    -- message is due when its hold ends, not before. A deferred message (no row until it is
-    -- sent) is due since its batch was made.
-    extract(epoch FROM now() - least(min(next_attempt_at) FILTER (WHERE next_attempt_at <= now()),
-      (SELECT min(b.created_at) FROM first_attempt_batches b
-       WHERE EXISTS (${BATCH_UNWRITTEN})))) AS age,
+    -- message is due when its hold ends, not before.
+    extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now()))
+      AS age,
     count(*) FILTER (WHERE status = 'open')::int
     -- A cycle message has no row while its cycle collects. Found from the collecting cycles'
     -- events, each event's notifications by key (OFFSET 0 keeps the planner from joining them
@@ -96,7 +92,7 @@ export const DUE_AND_HELD = sql`SELECT
        JOIN events e ON e.cycle_id = c.id
        CROSS JOIN LATERAL (
          SELECT d.message_id FROM deliveries d
-         WHERE d.event_id = e.id AND ${CYCLE_UNWRITTEN}
+         WHERE d.event_id = e.id AND ${IN_COLLECTING_MESSAGE}
          OFFSET 0) x
        WHERE c.released_at IS NULL) AS held
   FROM messages WHERE status IN ('open', 'pending', 'retrying')`;

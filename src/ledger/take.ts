@@ -5,7 +5,6 @@ import type { RobotVendor } from '../domain/robot-render.js';
 import type { Hold } from '../domain/schedule.js';
 import type { Warning } from '../domain/warning.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { deferredOwned } from './deferred.js';
 import type { Channel } from './message.js';
 import { carriedBy } from './lookups.js';
 
@@ -80,8 +79,6 @@ export interface Outgoing extends ClaimedMessage {
   notifications: CarriedNotification[];
   /** Its first attempt belongs to this job (read, not claimed): see `FIRST_ATTEMPT_OWNED`. */
   owned: boolean;
-  /** Owned, and without a row in `messages` yet: see src/ledger/deferred.ts. */
-  deferred: boolean;
 }
 /** A carried notification as the read returns it: the event's columns only on its first row. */
 type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attributions'> & {
@@ -96,7 +93,6 @@ type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attribut
  */
 type TakenRow = ClaimedMessage & {
   owned: boolean;
-  deferred: boolean;
   n_id: string | null;
   n_event_type: EventType | null;
   n_warning_id: string | null;
@@ -178,17 +174,11 @@ const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND st
 export function takeMessages(ids: readonly string[], jobId: string | undefined): SQL {
   const ownedByJob =
     jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
-  const deferred =
-    jobId === undefined
-      ? sql``
-      : sql`UNION ALL SELECT *, true AS deferred
-          FROM (${deferredOwned(sql`${sql.param(ids)}::uuid[]`, jobId)}) n`;
   return sql`WITH owned AS (
-          SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id, false AS deferred
+          SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id
           FROM messages
           WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
-            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
-          ${deferred}),
+            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
         claimed AS (
           UPDATE messages SET
             status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
@@ -207,11 +197,11 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined):
           RETURNING id, attempts, channel, hold, subscriber_id),
         taken AS (
           SELECT *, true AS owned FROM owned
-          UNION ALL SELECT *, false AS deferred, false AS owned FROM claimed),
+          UNION ALL SELECT *, false AS owned FROM claimed),
         -- An owned message waits for no lock, so its notifications come in this statement: a
         -- webhook batch takes one round trip, not two.
         owned_notifications AS (${notificationsOf(sql`ARRAY(SELECT id FROM owned)`)})
-        SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned, c.deferred,
+        SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned,
                s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
                s.robot_secret, s.lang, s.active, s.disabled_reason,
                s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to,
@@ -252,7 +242,6 @@ function messageOfRow(r: TakenRow): Outgoing {
     quiet_to: r.quiet_to,
     timezone: r.timezone,
     owned: r.owned,
-    deferred: r.deferred,
     notifications: [],
   };
 }

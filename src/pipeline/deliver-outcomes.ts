@@ -13,7 +13,6 @@ import {
   markRetrying,
   splitIntoFollowUp,
   waitForRobotSlot,
-  writeDeferredMessages,
   type DeliverPayload,
   type Outgoing,
 } from '../ledger/index.js';
@@ -128,10 +127,6 @@ export async function waitForRobot(
  * claims it (no job owns its first attempt any more).
  */
 export async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Promise<void> {
-  await writeDeferredMessages(
-    ctx.db,
-    messages.filter((m) => m.deferred).map((m) => m.id),
-  );
   await giveBack(
     ctx.db,
     messages.map((m) => ({ id: m.id, attempts: m.attempts - 1 })),
@@ -151,7 +146,6 @@ export async function waitForChannel(
   waitMs: number,
   reason: string,
 ): Promise<DeliverOutcome> {
-  if (message.deferred) await writeDeferredMessages(ctx.db, [message.id]);
   const attempts = message.attempts - 1;
   const lastError = `channel paused, not counted as an attempt: ${reason}`.slice(
     0,
@@ -177,7 +171,6 @@ export async function recordFailure(
   failure: Failure,
 ): Promise<DeliverOutcome> {
   const log = jobLog.child({ messageId: message.id });
-  if (message.deferred) await writeDeferredMessages(ctx.db, [message.id]);
   if (failure.gone) {
     const at = ctx.now().toISOString();
     const reason =

@@ -4,16 +4,15 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * One owner for the ledger (issue 37, docs/design.md): only src/ledger/ speaks SQL to
- * `deliveries`, `messages` and `first_attempt_batches`, and everything else comes in through
+ * `deliveries` and `messages`, and everything else comes in through
  * src/ledger/index.ts. The schema declares the tables; the tests and the bench may read them
  * to check outcomes, and the bench's imports are held like the product's.
  */
 
 const ROOT = join(import.meta.dirname, '../..');
-const LEDGER_TABLES =
-  /\b(FROM|INTO|UPDATE|JOIN|TABLE|TRUNCATE)\s+(deliveries|messages|first_attempt_batches)\b/gi;
+const LEDGER_TABLES = /\b(FROM|INTO|UPDATE|JOIN|TABLE|TRUNCATE)\s+(deliveries|messages)\b/gi;
 const SCHEMA_TABLES =
-  /import\s*\{[^}]*\b(deliveries|messages|firstAttemptBatches)\b[^}]*\}\s*from\s*'[./]*db\/schema\.js'/;
+  /import\s*\{[^}]*\b(deliveries|messages)\b[^}]*\}\s*from\s*'[./]*db\/schema\.js'/;
 const LEDGER_MODULE = /from\s*'((?:\.\.?\/)+(?:src\/)?ledger\/(?!index\.js)[\w-]+\.js)'/g;
 
 function sources(dir: string): string[] {
@@ -54,7 +53,7 @@ describe('the ledger has one owner', () => {
   it('finds what it forbids', () => {
     const planted = {
       'src/ops/x.ts': "await db.execute(sql`UPDATE messages SET status = 'sent'`);",
-      'src/admin/y.ts': 'sql`SELECT 1 FROM\n  deliveries d JOIN first_attempt_batches b ON true`',
+      'src/admin/y.ts': 'sql`SELECT 1 FROM\n  deliveries d JOIN messages m ON true`',
       'src/demo/z.ts': "import { messages } from '../db/schema.js';",
       'src/cli/w.ts': "import { claimMessages } from '../ledger/take.js';",
       'src/ledger/take.ts': 'sql`UPDATE messages SET attempts = 1`',
@@ -62,7 +61,7 @@ describe('the ledger has one owner', () => {
     expect(trespasses(planted, LEDGER_TABLES)).toEqual([
       'src/ops/x.ts: UPDATE messages',
       'src/admin/y.ts: FROM deliveries',
-      'src/admin/y.ts: JOIN first_attempt_batches',
+      'src/admin/y.ts: JOIN messages',
     ]);
     expect(trespasses(planted, SCHEMA_TABLES)).toHaveLength(1);
     expect(trespasses(planted, LEDGER_MODULE)).toEqual(["src/cli/w.ts: from '../ledger/take.js'"]);

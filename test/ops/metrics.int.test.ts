@@ -129,31 +129,18 @@ describe('OpsMetrics on scrape', () => {
     expect(waited).toBeLessThan(480);
     expect((await m.scrape()).body).toMatch(/^qwn_messages_held 1$/m);
 
-    // A direct message without its row yet (src/ledger/deferred.ts) is due since
-    // its batch was made: twelve minutes ago here.
-    const [event] = await queryRows<{ id: number }>(
+    // A message owned by its first-attempt job and not yet sent is due like any other: twelve
+    // minutes here.
+    const [owned] = await queryRows<{ id: string }>(
       database.db,
-      sql`INSERT INTO events (place_id, warning_id, type, record)
-          VALUES ('101010100', 'w-deferred', 'new', '{}') RETURNING id`,
-    );
-    const [notification] = await queryRows<{ id: string }>(
-      database.db,
-      sql`INSERT INTO deliveries (id, message_id, subscriber_id, event_id, place_id, warning_id,
-            event_type, channel)
-          SELECT n.id, n.id, ${subscriber!.id}, ${event!.id}, '101010100', 'w-deferred', 'new',
-            'email'
-          FROM (SELECT gen_random_uuid() AS id) n
+      sql`INSERT INTO messages (subscriber_id, channel, status, next_attempt_at, first_job_id)
+          VALUES (${subscriber!.id}, 'email', 'pending', now() - interval '12 minutes', 'job-1')
           RETURNING id`,
     );
-    await database.db.execute(sql`
-      INSERT INTO first_attempt_batches (job_id, channel, message_ids, created_at)
-      VALUES ('deferred-batch', 'email', ARRAY[${notification!.id}]::uuid[],
-              now() - interval '12 minutes')`);
     expect(await age()).toBeGreaterThanOrEqual(720);
-    // Once its row is written (sent), it waits no more.
+    // Once sent, it waits no more.
     await database.db.execute(sql`
-      INSERT INTO messages (id, subscriber_id, channel, status, sent_at)
-      VALUES (${notification!.id}, ${subscriber!.id}, 'email', 'sent', now())`);
+      UPDATE messages SET status = 'sent', sent_at = now() WHERE id = ${owned!.id}`);
     expect(await age()).toBeLessThan(480);
 
     // A cycle message has no row while its cycle collects (src/ledger/release.ts):

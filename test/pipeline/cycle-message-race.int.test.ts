@@ -14,9 +14,7 @@ import {
   insertNotifications,
   type InsertedNotifications,
 } from '../../src/ledger/record.js';
-import { MESSAGE_STATUS, writeDeferredMessages } from '../../src/ledger/deferred.js';
 import { deliverJobId } from '../../src/runtime/queues.js';
-import { SentRecorder } from '../../src/ledger/sent-mark.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
 import { jobDefinition } from '../../src/pipeline/workers.js';
@@ -29,9 +27,9 @@ import {
 } from '../support/pipeline.js';
 
 /**
- * A cycle message has no row while it collects: checks add notifications that name it, under a
- * share of the cycle's row, and the release writes its row once no check is adding any more
- * (src/ledger/release.ts). What the races between them must never do: strand a
+ * A cycle message collects from its first notification: checks add notifications that name it,
+ * under a share of the cycle's row, and the release makes it due once no check is adding any
+ * more (src/ledger/release.ts). What the races between them must never do: strand a
  * notification in a message nobody writes, put one in a message already sent, or make the
  * sixteen checks of a storm wait for one another (a storm's cycle once went from 29 s to 155 s
  * that way).
@@ -95,8 +93,8 @@ describe('a cycle message while it collects', () => {
   const messageOf = async (warning: string) => {
     const [row] = await queryRows<{ message_id: string; status: string; row: string | null }>(
       h.database.db,
-      sql`SELECT d.message_id, ${MESSAGE_STATUS} AS status, m.status AS row FROM deliveries d
-          LEFT JOIN messages m ON m.id = d.message_id
+      sql`SELECT d.message_id, coalesce(m.status, 'open') AS status, m.status AS row
+          FROM deliveries d LEFT JOIN messages m ON m.id = d.message_id
           WHERE d.subscriber_id = ${subscriber} AND d.warning_id = ${`${cycleId}-${warning}`}`,
     );
     return row;
@@ -151,19 +149,20 @@ describe('a cycle message while it collects', () => {
     await adding.committed;
     expect(await released).toBe(1);
     const message = cycleMessageId(subscriber, cycleId);
-    // Pending, still without a row: a first-attempt batch of the release's holds it.
-    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending', row: null });
-    const batches = await queryRows<{ job_id: string; channel: string }>(
+    // Its row written, pending, owned by a first-attempt batch job of the release's.
+    expect(await messageOf('w1')).toEqual({
+      message_id: message,
+      status: 'pending',
+      row: 'pending',
+    });
+    const owners = await queryRows<{ job: string; attempts: number }>(
       h.database.db,
-      sql`SELECT job_id, channel FROM first_attempt_batches
-          WHERE ${message}::uuid = ANY(message_ids)`,
+      sql`SELECT first_job_id AS job, attempts FROM messages WHERE id = ${message}`,
     );
-    expect(batches).toEqual([
-      { job_id: expect.stringMatching(/^rel_/) as unknown, channel: 'email' },
-    ]);
+    expect(owners).toEqual([{ job: expect.stringMatching(/^rel_/) as unknown, attempts: 0 }]);
     // Released once: a second release writes nothing.
     expect(await releaseCycleMessages(runtime.ctx, cycleId)).toBe(0);
-    // Its batch job sends it and carries what the check added; the sent mark is its one row.
+    // Its batch job sends it and carries what the check added.
     expect(await deliverOne(runtime.ctx, message)).toBe('sent');
     expect(await messageOf('w1')).toEqual({ message_id: message, status: 'sent', row: 'sent' });
     expect(await deliverOne(runtime.ctx, message)).toBe('skipped');
@@ -202,13 +201,17 @@ describe('a cycle message while it collects', () => {
     // Run as the poll queue's worker runs it.
     const poll = jobDefinition('poll');
     expect(await poll.run(runtime.ctx, poll.payload.parse(job!.data), job!, undefined)).toBe(1);
-    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'pending', row: null });
+    expect(await messageOf('w1')).toEqual({
+      message_id: message,
+      status: 'pending',
+      row: 'pending',
+    });
     const heldNow = await listDeliveries(h.database.db, { status: 'held' });
     expect(heldNow.filter((d) => d.messageId === message)).toEqual([]);
     await job!.remove();
   });
 
-  it('is written by the sweeper when its batch job is lost, and sent once', async () => {
+  it('is given a job by the sweeper when its batch job is lost, and sent once', async () => {
     await check('w1').committed;
     expect(await releaseCycleMessages(runtime.ctx, cycleId)).toBe(1);
     const message = cycleMessageId(subscriber, cycleId);
@@ -233,23 +236,24 @@ describe('a cycle message while it collects', () => {
     expect(h.smtp.messages.filter((m) => m.messageId?.includes(message))).toHaveLength(1);
   });
 
-  it('is marked sent over a row written while its send was under way', async () => {
+  it('is neither sent nor requeued while it collects, however overdue, until its release', async () => {
     await check('w1').committed;
-    await releaseCycleMessages(runtime.ctx, cycleId);
     const message = cycleMessageId(subscriber, cycleId);
-    // A hand-back writes its row meanwhile; the mark meets it rather than failing.
-    expect(await writeDeferredMessages(h.database.db, [message])).toEqual([message]);
-    const at = new Date('2026-11-27T08:00:00Z');
-    await new SentRecorder(h.database.db).markSent(message, at, { deferred: 'cycle' });
-    const [row] = await queryRows<{ status: string; attempts: number; sent_at: Date }>(
-      h.database.db,
-      sql`SELECT status, attempts, sent_at FROM messages WHERE id = ${message}`,
-    );
-    expect({ ...row, sent_at: new Date(row!.sent_at) }).toEqual({
-      status: 'sent',
-      attempts: 1,
-      sent_at: at,
-    });
+    // Its release job is lost and its 60 s are long up.
+    await h.database.db.execute(sql`
+      UPDATE deliveries SET created_at = now() - interval '1 hour' WHERE message_id = ${message}`);
+    await runtime.ctx.queues.poll.obliterate({ force: true });
+    const before = h.smtp.messages.length;
+    // A job naming it, and the recovery of due messages: nothing takes it from its cycle.
+    expect(await deliverOne(runtime.ctx, message)).toBe('skipped');
+    const { requeueDueMessages } = await import('../../src/ledger/recover.js');
+    expect((await requeueDueMessages(runtime.ctx, 0)).due.map((m) => m.id)).not.toContain(message);
+    expect(await messageOf('w1')).toEqual({ message_id: message, status: 'open', row: null });
+    expect(h.smtp.messages.length).toBe(before);
+    // The release (the sweeper's, for a cycle whose release job is lost) is what makes it due.
+    expect(await releaseCycleMessages(runtime.ctx, cycleId)).toBe(1);
+    expect(await deliverOne(runtime.ctx, message)).toBe('sent');
+    expect(h.smtp.messages.filter((m) => m.messageId?.includes(message))).toHaveLength(1);
   });
 
   it('leaves a check that comes during the release to a message of its own', async () => {

@@ -187,7 +187,7 @@ describe('messages: the row versions each costs (issue 21)', () => {
     await h?.close();
   });
 
-  it('writes a webhook message and a cycle email once each, when they are sent', async () => {
+  it('writes a webhook message at its check, a cycle email at its release, and each sent mark once', async () => {
     h.sim.setWarnings(place, [
       v7Warning({ locationId: place, seq: 1, typeCode: '1003', level: '黄色' }),
       v7Warning({ locationId: place, seq: 2, typeCode: '1006', level: '蓝色' }),
@@ -202,12 +202,12 @@ describe('messages: the row versions each costs (issue 21)', () => {
           GROUP BY w.id, m.channel ORDER BY m.channel, w.id`,
     );
     expect(writes.map((w) => [w.channel, w.ops])).toEqual([
-      // No row while the cycle collects, nor once released into its batch job, which writes
-      // no claim: its first row is its sent mark.
-      ['email', ['INSERT']],
-      // Its first row is its sent mark (src/ledger/deferred.ts).
-      ['webhook', ['INSERT']],
-      ['webhook', ['INSERT']],
+      // No row while the cycle collects; written due by the release, and sent by its batch
+      // job, which owns it and writes no claim.
+      ['email', ['INSERT', 'UPDATE']],
+      // Written with its notification, owned by its batch job: no claim either.
+      ['webhook', ['INSERT', 'UPDATE']],
+      ['webhook', ['INSERT', 'UPDATE']],
     ]);
     expect(h.hooks.requestsTo('/single')).toHaveLength(2);
     expect(h.smtp.messages).toHaveLength(1);

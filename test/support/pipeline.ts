@@ -301,14 +301,9 @@ export async function insertCycleEvent(
   return { cycleId: cycle!.id, eventId: event!.id };
 }
 
-/**
- * The job that owns message `id`'s first attempt (an SQL expression of type uuid): its row's
- * `first_job_id`, or for a direct message without a row yet, its batch's job
- * (src/ledger/deferred.ts).
- */
+/** The job that owns message `id`'s first attempt (an SQL expression of type uuid). */
 export function firstJobOf(id: SQL): SQL {
-  return sql`coalesce((SELECT f.first_job_id FROM messages f WHERE f.id = ${id}),
-    (SELECT b.job_id FROM first_attempt_batches b WHERE ${id} = ANY(b.message_ids)))`;
+  return sql`(SELECT f.first_job_id FROM messages f WHERE f.id = ${id})`;
 }
 
 /**

@@ -1,14 +1,12 @@
-import { sql, type SQL } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { redeliver } from '../../src/ledger/redeliver.js';
 import { getDeliveries } from '../../src/ledger/list.js';
-import { queryPrepared, queryRows } from '../../src/db/client.js';
+import { queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import type { Runtime } from '../../src/pipeline/runtime.js';
-import { SentRecorder } from '../../src/ledger/sent-mark.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
@@ -16,14 +14,13 @@ import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.
 const PLACE = '101280101';
 
 /**
- * A direct message (one notification, nothing holding it back) has no row in `messages` until
- * something must be remembered of it (src/ledger/deferred.ts): its batch row and its
- * notification say it is pending and whose job owns it. These tests hold the deferred path to
- * what the row path guaranteed: sent once by its own job, with two row versions; handed back
- * when its job is lost; a failure remembered; shown and refused by the admin commands as a
- * pending message with its attempt under way.
+ * The outbox (docs/design.md): a direct message (one notification, nothing holding it back) has
+ * its row from the check's statement, pending and owned by the first-attempt job the check
+ * planned it into. These tests hold each transition of such a message: sent once by its own job
+ * and by no other; handed back when its job is lost; a failure remembered; shown and refused by
+ * the admin commands as a pending message with its attempt under way.
  */
-describe('direct messages without a row until they are sent', () => {
+describe('direct messages in the outbox', () => {
   let h: PipelineHarness;
   let rt: Runtime;
   let seq = 0;
@@ -56,12 +53,18 @@ describe('direct messages without a row until they are sent', () => {
       h.database.db,
       sql`SELECT id FROM deliveries WHERE cycle_id = ${poll.cycleId} ORDER BY id`,
     );
-    const batches = await queryRows<Batch>(
+    const owned = await queryRows<{ id: string; channel: Batch['channel']; job: string }>(
       h.database.db,
-      sql`SELECT job_id, channel, message_ids::text[] AS message_ids FROM first_attempt_batches
-          WHERE message_ids && ${sql.param(rows.map((r) => r.id))}::uuid[]`,
+      sql`SELECT id, channel, first_job_id AS job FROM messages
+          WHERE id = ANY(${sql.param(rows.map((r) => r.id))}::uuid[]) ORDER BY id`,
     );
-    return { ids: rows.map((r) => r.id), batches };
+    const batches = new Map<string, Batch>();
+    for (const m of owned) {
+      const b = batches.get(m.job) ?? { job_id: m.job, channel: m.channel, message_ids: [] };
+      b.message_ids.push(m.id);
+      batches.set(m.job, b);
+    }
+    return { ids: rows.map((r) => r.id), batches: [...batches.values()] };
   }
 
   interface Batch {
@@ -77,30 +80,12 @@ describe('direct messages without a row until they are sent', () => {
           WHERE id = ANY(${sql.param([...ids])}::uuid[]) ORDER BY id`,
     );
 
-  /**
-   * A SentRecorder writing as a deliver job's does (named prepared statements), keeping the text
-   * of every statement it sends.
-   */
-  function recordingStatements(): { statements: string[]; recorder: SentRecorder } {
-    const statements: string[] = [];
-    const dialect = new PgDialect();
-    const recorder = new SentRecorder(
-      {
-        execute: (query: SQL) => {
-          statements.push(dialect.sqlToQuery(query).sql);
-          return queryPrepared(h.database.db, query);
-        },
-      },
-      [],
-      10,
-    );
-    return { statements, recorder };
-  }
-
-  it('writes no message row at the check, and one row version per message when it is sent', async () => {
+  it('writes each message with its notification, owned by its job, and sends it once', async () => {
     const { ids, batches } = await checkedWarning();
     expect(ids).toHaveLength(4);
-    expect(await messageRows(ids)).toEqual([]);
+    expect((await messageRows(ids)).map((r) => [r.status, r.attempts])).toEqual(
+      ids.map(() => ['pending', 0]),
+    );
     // One batch per channel, naming every message, each waiting in its job.
     expect(batches.map((b) => b.channel).sort()).toEqual(['email', 'webhook']);
     expect(batches.flatMap((b) => b.message_ids).sort()).toEqual(ids);
@@ -117,7 +102,7 @@ describe('direct messages without a row until they are sent', () => {
       const result = await runDeliver(rt.ctx, { messageIds: webhookBatch.message_ids }, jobId);
       expect(result.skipped).toBe(3);
     }
-    expect(await messageRows(ids)).toEqual([]);
+    expect((await messageRows(ids)).map((r) => r.status)).toEqual(ids.map(() => 'pending'));
 
     // The owner sends; the transaction statistics of one session count what its marks write.
     const before = h.hooks.requests.length;
@@ -131,15 +116,8 @@ describe('direct messages without a row until they are sent', () => {
     expect(sentHooks.sort()).toEqual([...webhookBatch.message_ids].sort());
     const rows = await messageRows(webhookBatch.message_ids);
     expect(rows.map((r) => [r.status, r.attempts, r.first_job_id])).toEqual(
-      rows.map(() => ['sent', 1, null]),
+      rows.map(() => ['sent', 1, webhookBatch.job_id]),
     );
-    // Inserted once as sent, never updated or locked since (xmax 0).
-    const [versions] = await queryRows<{ n: number }>(
-      h.database.db,
-      sql`SELECT count(*)::int AS n FROM messages
-          WHERE id = ANY(${sql.param(webhookBatch.message_ids)}::uuid[]) AND xmax = '0'::xid`,
-    );
-    expect(versions?.n).toBe(3);
 
     // The job run again (a stalled job's second run) finds nothing to send.
     const again = await runDeliver(
@@ -150,15 +128,9 @@ describe('direct messages without a row until they are sent', () => {
     expect(again.skipped).toBe(3);
     expect(h.hooks.requests.length - before).toBe(3);
 
-    // The sweeper removes the batch once its messages are all written, and only then.
+    // The sweeper leaves the email to its live job.
     const emailBatch = batches.find((b) => b.channel === 'email')!;
-    await runSweep(rt.ctx, { graceSeconds: 0 });
-    const left = await queryRows<{ job_id: string }>(
-      h.database.db,
-      sql`SELECT job_id FROM first_attempt_batches
-          WHERE job_id = ANY(${sql.param(batches.map((b) => b.job_id))}::text[])`,
-    );
-    expect(left.map((b) => b.job_id)).toEqual([emailBatch.job_id]);
+    expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(0);
     const mail = await runDeliver(
       rt.ctx,
       { messageIds: emailBatch.message_ids },
@@ -171,7 +143,7 @@ describe('direct messages without a row until they are sent', () => {
     const { ids, batches } = await checkedWarning();
     // A live job keeps them, however long they have waited.
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(0);
-    expect(await messageRows(ids)).toEqual([]);
+    expect((await messageRows(ids)).map((r) => r.first_job_id)).not.toContain(null);
 
     // Redis loses the jobs.
     await rt.ctx.queues.deliverWebhook.obliterate({ force: true });
@@ -181,12 +153,6 @@ describe('direct messages without a row until they are sent', () => {
     expect(handedBack.map((r) => [r.status, r.attempts, r.first_job_id])).toEqual(
       ids.map(() => ['pending', 0, null]),
     );
-    const left = await queryRows<{ n: number }>(
-      h.database.db,
-      sql`SELECT count(*)::int AS n FROM first_attempt_batches
-          WHERE job_id = ANY(${sql.param(batches.map((b) => b.job_id))}::text[])`,
-    );
-    expect(left[0]?.n).toBe(0);
 
     // The lost job's run, should it come back, finds them claimed by nobody it owns.
     const webhookBatch = batches.find((b) => b.channel === 'webhook')!;
@@ -232,7 +198,7 @@ describe('direct messages without a row until they are sent', () => {
     expect(failed.map((r) => [r.status, r.attempts])).toEqual([['retrying', 1]]);
   });
 
-  it('lists a deferred message as pending, and redelivers nothing its job still owns', async () => {
+  it('lists an owned message as pending, and redelivers nothing its job still owns', async () => {
     const { ids } = await checkedWarning();
     const rows = await getDeliveries(h.database.db, ids);
     expect(rows.map((r) => [r.id, r.status, r.attempts]).sort()).toEqual(
@@ -242,46 +208,8 @@ describe('direct messages without a row until they are sent', () => {
     expect(result.requeued).toEqual([]);
     expect(result.unknown).toEqual([]);
     expect(result.skipped.map((s) => s.reason)).toEqual(ids.map(() => 'in-flight'));
-    expect(await messageRows(ids)).toEqual([]);
-  });
-
-  it('marks sent a message the sweeper wrote while its send was under way', async () => {
-    const { batches } = await checkedWarning();
-    const [written, unwritten] = batches.find((b) => b.channel === 'webhook')!.message_ids;
-    await h.database.db.execute(sql`
-      INSERT INTO messages (id, subscriber_id, channel, status, attempts, first_job_id)
-      SELECT id, subscriber_id, channel, 'pending', 0, NULL FROM deliveries
-      WHERE id = ${written!}`);
-    // Both marks in one flush: the plain insert meets the written row and is refused on its
-    // key; the marks are written again in the form that meets it, the other row with them.
-    const { statements, recorder } = recordingStatements();
-    const at = new Date('2026-11-26T08:00:00Z');
-    await Promise.all([
-      recorder.markSent(written!, at, { deferred: 'direct' }),
-      recorder.markSent(unwritten!, at, { deferred: 'direct' }),
-    ]);
-    const rows = await queryRows<{ id: string; status: string; attempts: number; sent_at: Date }>(
-      h.database.db,
-      sql`SELECT id, status, attempts, sent_at FROM messages
-          WHERE id IN (${written!}, ${unwritten!})`,
+    expect((await messageRows(ids)).map((r) => [r.status, r.first_job_id === null])).toEqual(
+      ids.map(() => ['pending', false]),
     );
-    expect(
-      rows
-        .map((r) => ({ ...r, sent_at: new Date(r.sent_at) }))
-        .sort((a, b) => (a.id < b.id ? -1 : 1)),
-    ).toEqual(
-      [written!, unwritten!].sort().map((id) => ({ id, status: 'sent', attempts: 1, sent_at: at })),
-    );
-    expect(statements.map((text) => text.includes('ON CONFLICT'))).toEqual([false, true]);
-  });
-
-  it('writes the sent rows of deferred messages with a plain insert when none has a row', async () => {
-    const { batches } = await checkedWarning();
-    const ids = batches.find((b) => b.channel === 'webhook')!.message_ids;
-    const { statements, recorder } = recordingStatements();
-    await Promise.all(ids.map((id) => recorder.markSent(id, new Date(), { deferred: 'direct' })));
-    expect((await messageRows(ids)).map((r) => r.status)).toEqual(ids.map(() => 'sent'));
-    expect(statements).toHaveLength(1);
-    expect(statements[0]).not.toContain('ON CONFLICT');
   });
 });
