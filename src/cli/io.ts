@@ -18,6 +18,11 @@ export interface CliIo {
   readonly logs: DestinationStream;
   /** The zone CLI times are shown and read in: `TZ`, else the system's. */
   readonly timeZone: string;
+  /**
+   * The clock `poll --once` runs the pipeline on: the system's unless given. Tests move it to
+   * the end of a quiet window or a robot's minute instead of waiting for it.
+   */
+  readonly now?: () => Date;
 }
 
 /** The process's own: stdout, stderr and its environment. */

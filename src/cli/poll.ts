@@ -30,7 +30,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const config = loadConfig(io.env);
   // Logs go to stderr: stdout's last line is the summary a script reads.
   const logger = createLogger(config.logLevel, io.logs);
-  const runtime = createRuntime(config, logger);
+  const runtime = createRuntime(config, logger, io.now ? { now: io.now } : {});
   try {
     const redis = endpointOf(config, 'Redis');
     if (redis) await assertRedisAnswers(runtime.redis, redis);

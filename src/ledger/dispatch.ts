@@ -136,11 +136,13 @@ export async function removeHeldJobs(
 }
 
 /**
- * Whether a job with this id will still run by itself: waiting, active, or delayed (a held batch
- * not yet due, a failed run waiting for its retry). Such a job owns the first attempts planned
- * into it, so nothing else may take them (`claim`).
+ * Whether a job that carries a message already due will still run by itself: waiting, active,
+ * or delayed, and then promoted to run now. Such a job owns the first attempts planned into it,
+ * so nothing else may take them (`claim`). Its delay was counted from the clock that planned it, and a message's due time, not
+ * a delay in Redis, says when it goes (a clock moved ahead, or one process's clock behind
+ * another's).
  */
-export async function isJobLive(
+export async function carriesDueMessage(
   queues: DeliverQueues,
   channel: Channel,
   jobId: string,
@@ -148,5 +150,11 @@ export async function isJobLive(
   const job = await deliverQueue(queues, channel).getJob(jobId);
   if (!job) return false;
   const state = await job.getState();
-  return LIVE_STATES.has(state) || state === 'delayed';
+  if (state !== 'delayed') return LIVE_STATES.has(state);
+  try {
+    await job.promote();
+  } catch {
+    // Promoted or taken by a worker meanwhile: it runs.
+  }
+  return true;
 }

@@ -182,9 +182,9 @@ function directCtes(
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
   return sql`direct AS (
           INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
-            warning_id, event_type, occurrence, channel)
+            warning_id, event_type, occurrence, channel, created_at)
           SELECT v.id, v.id, v.subscriber_id, v.event_id, v.cycle_id, v.place_id, v.warning_id,
-            v.event_type, v.occurrence, v.channel
+            v.event_type, v.occurrence, v.channel, ${input.now}::timestamptz
           FROM (SELECT gen_random_uuid() AS id, x.*
                 FROM unnest(${column((r) => r.subscriberId)}::uuid[],
                   ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
@@ -239,7 +239,7 @@ async function insertUnscheduled(
   }
   const cycleOnly = parts.cycleOnly;
   if (cycleOnly.length > 0) {
-    ctes.push(cycleJoinCtes(cycleOnly));
+    ctes.push(cycleJoinCtes(cycleOnly, input.now));
     results.push(sql`(SELECT array_agg(id::text) FROM collecting) AS collecting,
       (SELECT count(*)::int FROM joined) AS joined`);
   }
@@ -297,7 +297,7 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
  * then stops the collecting, and a check that locks the row after that reads it released and
  * leaves its notifications `late`, for the scheduler (test/pipeline/cycle-message-race.int.test.ts).
  */
-function cycleJoinCtes(rows: readonly NewNotification[]): SQL {
+function cycleJoinCtes(rows: readonly NewNotification[], now: Date): SQL {
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
   const cycleIds = [...new Set(rows.map((r) => r.cycleId))].sort();
   return sql`collecting AS (
@@ -307,8 +307,8 @@ function cycleJoinCtes(rows: readonly NewNotification[]): SQL {
           FOR KEY SHARE),
         joined AS (
           INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-            event_type, occurrence, channel, message_id)
-          SELECT * FROM unnest(${column((r) => r.subscriberId)}::uuid[],
+            event_type, occurrence, channel, message_id, created_at)
+          SELECT *, ${now}::timestamptz FROM unnest(${column((r) => r.subscriberId)}::uuid[],
             ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
             ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
             ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
@@ -516,8 +516,8 @@ async function insertScheduled(
   }>(
     tx,
     sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
-          event_type, occurrence, channel, message_id, urgent)
-        SELECT * FROM unnest(${column((p) => p.row.subscriberId)}::uuid[],
+          event_type, occurrence, channel, message_id, urgent, created_at)
+        SELECT *, ${now}::timestamptz FROM unnest(${column((p) => p.row.subscriberId)}::uuid[],
           ${column((p) => p.row.eventId)}::bigint[], ${column((p) => p.row.cycleId)}::uuid[],
           ${column((p) => p.row.placeId)}::text[], ${column((p) => p.row.warningId)}::text[],
           ${column((p) => p.row.eventType)}::text[], ${column((p) => p.row.occurrence)}::int[],

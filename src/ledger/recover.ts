@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { enqueueMessage, isJobLive } from './dispatch.js';
+import { carriesDueMessage, enqueueMessage } from './dispatch.js';
 import type { Channel } from './message.js';
 
 /**
@@ -30,12 +30,13 @@ export async function requeueDueMessages(
   ctx: PipelineContext,
   graceSeconds: number,
 ): Promise<{ due: RequeuedMessage[]; requeued: number }> {
+  const now = ctx.now();
   const due = await queryRows<RequeuedMessage & { first_job_id: string | null }>(
     ctx.db,
     sql`SELECT id, channel, attempts, first_job_id FROM messages
         WHERE status IN ('open', 'pending', 'retrying')
-          AND next_attempt_at <= now() - make_interval(secs => ${graceSeconds})
-          AND (claimed_until IS NULL OR claimed_until < now())
+          AND next_attempt_at <= ${now}::timestamptz - make_interval(secs => ${graceSeconds})
+          AND (claimed_until IS NULL OR claimed_until < ${now}::timestamptz)
         ORDER BY next_attempt_at
         LIMIT ${BATCH}`,
   );
@@ -51,7 +52,7 @@ export async function requeueDueMessages(
     if (row.attempts === 0 && firstJob) {
       let live = batchLive.get(firstJob);
       if (live === undefined) {
-        live = await isJobLive(ctx.queues, row.channel, firstJob);
+        live = await carriesDueMessage(ctx.queues, row.channel, firstJob);
         batchLive.set(firstJob, live);
       }
       if (live) continue;
@@ -65,7 +66,7 @@ export async function requeueDueMessages(
   for (const [jobId, rows] of lost) {
     const freed = await queryRows<{ id: string }>(
       ctx.db,
-      sql`UPDATE messages SET first_job_id = NULL, updated_at = now()
+      sql`UPDATE messages SET first_job_id = NULL, updated_at = ${now}
           WHERE id = ANY(${sql.param(rows.map((r) => r.id))}::uuid[])
             AND first_job_id = ${jobId} AND attempts = 0
           RETURNING id`,

@@ -5,7 +5,7 @@ import { inactiveReason } from '../domain/subscriber-state.js';
 import { deliverQueue, enqueueMessage, type DeliverQueues } from './dispatch.js';
 import { IN_COLLECTING_MESSAGE } from './lookups.js';
 import type { Channel } from './message.js';
-import { ATTEMPT_UNDER_WAY } from './settle.js';
+import { attemptUnderWay } from './settle.js';
 import { deliverJobId } from '../runtime/queues.js';
 import {
   getDeliveries,
@@ -63,10 +63,10 @@ interface Candidate {
  * Whether message `d` has an attempt under way: claimed by a sender, or a first attempt that
  * its planned job owns and may be making right now (src/ledger/take.ts).
  */
-const IN_FLIGHT = sql`(coalesce(d.claimed_until >= now(), false)
+const inFlight = (now: Date) => sql`(coalesce(d.claimed_until >= ${now}::timestamptz, false)
   OR (d.status = 'pending' AND d.attempts = 0 AND d.first_job_id IS NOT NULL))`;
 
-function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candidate[]> {
+function selectCandidates(db: Db, now: Date, selection: RedeliverSelection): Promise<Candidate[]> {
   if ('ids' in selection) {
     const ids = sql.param(selection.ids.filter(isDeliveryId).map((id) => id.toLowerCase()));
     return queryRows<Candidate>(
@@ -74,7 +74,7 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
       sql`(SELECT DISTINCT ON (d.id) d.id, a.id::text AS asked,
             CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
             s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-            ${IN_FLIGHT} AS in_flight
+            ${inFlight(now)} AS in_flight
           FROM unnest(${ids}::uuid[]) AS a(id)
           JOIN messages d ON d.id = a.id
             OR d.id = (SELECT n.message_id FROM deliveries n WHERE n.id = a.id)
@@ -106,7 +106,7 @@ function selectCandidates(db: Db, selection: RedeliverSelection): Promise<Candid
           SELECT d.id, NULL AS asked,
             CASE WHEN d.status = 'open' THEN 'held' ELSE d.status END AS status, d.attempts,
             s.active, s.unsubscribed_at IS NOT NULL AS unsubscribed, s.disabled_reason,
-            ${IN_FLIGHT} AS in_flight, d.created_at
+            ${inFlight(now)} AS in_flight, d.created_at
           FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
           WHERE ${where}
           UNION ALL
@@ -133,11 +133,12 @@ const COLLECTING_CANDIDATE = sql`'held' AS status, 0 AS attempts, s.active,
  * and a row is only ever claimed by one sender.
  */
 export async function redeliver(
-  deps: { db: Db; queues: DeliverQueues },
+  deps: { db: Db; queues: DeliverQueues; now: () => Date },
   selection: RedeliverSelection,
   options: { dryRun?: boolean } = {},
 ): Promise<RedeliverResult> {
-  const candidates = await selectCandidates(deps.db, selection);
+  const now = deps.now();
+  const candidates = await selectCandidates(deps.db, now, selection);
   const found = new Set(candidates.flatMap((c) => [c.id, c.asked ?? c.id]));
   const unknown =
     'ids' in selection ? selection.ids.filter((id) => !found.has(id.toLowerCase())) : [];
@@ -195,10 +196,10 @@ export async function redeliver(
                 FROM messages d JOIN subscribers s ON s.id = d.subscriber_id
                 WHERE d.id = ANY(${sql.param(eligible)}::uuid[])
                   AND s.active AND s.unsubscribed_at IS NULL AND d.status <> 'open'
-                  AND NOT ${IN_FLIGHT}
+                  AND NOT ${inFlight(now)}
                 FOR UPDATE OF d)
-              UPDATE messages d SET status = 'pending', attempts = 0, next_attempt_at = now(),
-                claimed_until = NULL, first_job_id = NULL, updated_at = now()
+              UPDATE messages d SET status = 'pending', attempts = 0, next_attempt_at = ${now},
+                claimed_until = NULL, first_job_id = NULL, updated_at = ${now}
               FROM target t
               WHERE d.id = t.id
               RETURNING d.id, d.channel,
@@ -260,7 +261,7 @@ export async function waitForAttempts(
       const [open] = await queryRows<{ n: number }>(
         db,
         sql`SELECT count(*)::int AS n FROM messages
-            WHERE id = ANY(${sql.param([...ids])}::uuid[]) AND ${ATTEMPT_UNDER_WAY}`,
+            WHERE id = ANY(${sql.param([...ids])}::uuid[]) AND ${attemptUnderWay(new Date())}`,
       );
       if ((open?.n ?? 0) === 0) break;
       if (Date.now() >= deadline) {

@@ -147,7 +147,7 @@ export async function releaseOverdueCycles(
     ctx.db,
     sql`SELECT id FROM poll_cycles
         WHERE released_at IS NULL
-          AND started_at <= now() - make_interval(secs => ${graceSeconds + 60})
+          AND started_at <= ${ctx.now()}::timestamptz - make_interval(secs => ${graceSeconds + 60})
         ORDER BY started_at`,
   );
   let released = 0;

@@ -80,7 +80,7 @@ function markStatement(marks: readonly Mark[]): SQL {
   // join the whole table when its statistics lag behind a storm's inserts.
   return sql`UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
       -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
-      attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = now()
+      attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = v.at
     FROM unnest(${ids}::uuid[],
                 ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
     WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;

@@ -18,11 +18,13 @@ import { MESSAGE_LOCK } from './record.js';
  * now. A pending message whose claim ran out (a crashed sender) belongs to the sweeper, not to
  * a wait; an open one is still collecting.
  */
-export const ATTEMPT_UNDER_WAY = sql`status = 'pending' AND (attempts = 0 OR claimed_until > now())`;
+export const attemptUnderWay = (now: Date) =>
+  sql`status = 'pending' AND (attempts = 0 OR claimed_until > ${now}::timestamptz)`;
 
 /** A failed attempt that will be tried again after `delayMs`. */
 export async function markRetrying(
   db: Db,
+  now: Date,
   id: string,
   attempts: number,
   lastError: string,
@@ -31,21 +33,22 @@ export async function markRetrying(
   await db.execute(sql`
     UPDATE messages SET status = 'retrying', attempts = ${attempts},
       claimed_until = NULL, last_error = ${lastError},
-      next_attempt_at = now() + make_interval(secs => ${delayMs / 1000}),
-      updated_at = now()
+      next_attempt_at = ${now}::timestamptz + make_interval(secs => ${delayMs / 1000}),
+      updated_at = ${now}
     WHERE id = ${id}`);
 }
 
 /** A message that will never be sent: `lastError` says why. */
 export async function markDead(
   db: Db,
+  now: Date,
   id: string,
   attempts: number,
   lastError: string,
 ): Promise<void> {
   await db.execute(sql`
     UPDATE messages SET status = 'dead', attempts = ${attempts}, claimed_until = NULL,
-      last_error = ${lastError}, updated_at = now()
+      last_error = ${lastError}, updated_at = ${now}
     WHERE id = ${id}`);
 }
 
@@ -55,6 +58,7 @@ export async function markDead(
  */
 export async function markChannelWait(
   db: Db,
+  now: Date,
   id: string,
   attempts: number,
   lastError: string,
@@ -63,7 +67,7 @@ export async function markChannelWait(
   await db.execute(sql`
     UPDATE messages SET status = 'retrying', attempts = ${attempts}, claimed_until = NULL,
       first_job_id = NULL, last_error = ${lastError},
-      next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}), updated_at = now()
+      next_attempt_at = ${now}::timestamptz + make_interval(secs => ${waitMs / 1000}), updated_at = ${now}
     WHERE id = ${id} AND status IN ('pending', 'retrying')`);
 }
 
@@ -73,11 +77,12 @@ export async function markChannelWait(
  */
 export async function giveBack(
   db: Db,
+  now: Date,
   messages: readonly { id: string; attempts: number }[],
 ): Promise<void> {
   await db.execute(sql`
     UPDATE messages m SET attempts = v.attempts, claimed_until = NULL, first_job_id = NULL,
-      updated_at = now()
+      updated_at = ${now}
     FROM unnest(${sql.param(messages.map((m) => m.id))}::uuid[],
                 ${sql.param(messages.map((m) => m.attempts))}::int[]) AS v(id, attempts)
     WHERE m.id = v.id AND m.status IN ('pending', 'retrying')`);
@@ -90,15 +95,17 @@ export async function giveBack(
  */
 export async function splitIntoFollowUp(
   db: Db,
+  now: Date,
   message: { id: string; subscriberId: string; channel: Channel; hold: Hold | null },
   followUp: string,
   ids: readonly string[],
 ): Promise<Set<string>> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`
-      INSERT INTO messages (id, subscriber_id, channel, status, hold, next_attempt_at)
+      INSERT INTO messages (id, subscriber_id, channel, status, hold, next_attempt_at,
+        created_at, updated_at)
       VALUES (${followUp}, ${message.subscriberId}, ${message.channel}, 'pending',
-              ${message.hold === 'quiet' ? 'quiet' : null}, now())`);
+              ${message.hold === 'quiet' ? 'quiet' : null}, ${now}, ${now}, ${now})`);
     const rows = await queryRows<{ id: string }>(
       tx,
       sql`UPDATE deliveries SET message_id = ${followUp}
@@ -123,6 +130,7 @@ const JOIN_SLACK_MS = 5_000;
  */
 export async function waitForRobotSlot(
   db: Db,
+  now: Date,
   message: { id: string; subscriberId: string; hold: Hold | null },
   waitMs: number,
   why: string,
@@ -143,9 +151,9 @@ export async function waitForRobotSlot(
         sql`SELECT id FROM messages
             WHERE subscriber_id = ${message.subscriberId} AND id <> ${message.id}
               AND status = 'open' AND hold = 'throttle'
-              AND next_attempt_at >= now() + make_interval(secs => ${JOIN_MARGIN_MS / 1000})
+              AND next_attempt_at >= ${now}::timestamptz + make_interval(secs => ${JOIN_MARGIN_MS / 1000})
               -- Not one that waits much longer (the hourly limit): this one would wait with it.
-              AND next_attempt_at <= now() + make_interval(secs => ${(waitMs + JOIN_SLACK_MS) / 1000})
+              AND next_attempt_at <= ${now}::timestamptz + make_interval(secs => ${(waitMs + JOIN_SLACK_MS) / 1000})
             ORDER BY next_attempt_at, id
             LIMIT 1
             FOR UPDATE`,
@@ -164,8 +172,8 @@ export async function waitForRobotSlot(
       sql`UPDATE messages SET status = 'open',
             hold = CASE WHEN hold = 'quiet' THEN 'quiet' ELSE 'throttle' END,
             attempts = attempts - 1, claimed_until = NULL, first_job_id = NULL,
-            next_attempt_at = now() + make_interval(secs => ${waitMs / 1000}),
-            last_error = ${why}, updated_at = now()
+            next_attempt_at = ${now}::timestamptz + make_interval(secs => ${waitMs / 1000}),
+            last_error = ${why}, updated_at = ${now}
           WHERE id = ${message.id} AND status IN ('pending', 'retrying')
           RETURNING attempts`,
     );

@@ -1,9 +1,9 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import { carriedBy, createdInCycle, IN_COLLECTING_MESSAGE, MESSAGE_STATUS } from './lookups.js';
 import { SHOWN_STATUS } from './list.js';
 import type { Channel } from './message.js';
-import { ATTEMPT_UNDER_WAY } from './settle.js';
+import { attemptUnderWay } from './settle.js';
 
 /**
  * What the ledger says of messages and notifications, for `poll --once`, the metrics scrape and
@@ -28,6 +28,7 @@ function carriersOf(cycleId: string, released: readonly string[]) {
  */
 export async function firstAttemptsOwed(
   db: Db,
+  now: Date,
   cycleId: string,
   released: readonly string[],
 ): Promise<number> {
@@ -37,7 +38,7 @@ export async function firstAttemptsOwed(
     // moment after the cycle reads as done: it is owed now, whatever its due time says.
     sql`SELECT (SELECT count(*)::int FROM messages
           WHERE id IN ${carriersOf(cycleId, released)}
-            AND (${ATTEMPT_UNDER_WAY} OR (status = 'open' AND next_attempt_at <= now())
+            AND (${attemptUnderWay(now)} OR (status = 'open' AND next_attempt_at <= ${now}::timestamptz)
                  OR (status = 'open' AND hold = 'cycle' AND cycle_id = ${cycleId})))
         + (SELECT count(*)::int FROM deliveries d
            WHERE ${createdInCycle(cycleId)} AND ${IN_COLLECTING_MESSAGE}) AS n`,
@@ -77,10 +78,11 @@ export async function cycleStatus(
  * (src/ops/metrics.ts); a test holds its plan to the collecting cycles
  * (test/db/metrics-plans.int.test.ts).
  */
-export const DUE_AND_HELD = sql`SELECT
+export const dueAndHeld = (now: Date): SQL => sql`SELECT
     -- messages_due_idx holds exactly the unsent messages, ordered by next_attempt_at. A held
     -- message is due when its hold ends, not before.
-    extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now()))
+    extract(epoch FROM ${now}::timestamptz - min(next_attempt_at)
+      FILTER (WHERE next_attempt_at <= ${now}::timestamptz))
       AS age,
     count(*) FILTER (WHERE status = 'open')::int
     -- A cycle message has no row while its cycle collects. Found from the collecting cycles'

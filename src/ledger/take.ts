@@ -171,27 +171,27 @@ const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND st
  * claims the others that are due and free, and returns both with their subscribers. Exported for
  * the test that holds its generic plan to primary-key lookups (test/db/claim-plan.int.test.ts).
  */
-export function takeMessages(ids: readonly string[], jobId: string | undefined): SQL {
+export function takeMessages(ids: readonly string[], jobId: string | undefined, now: Date): SQL {
   const ownedByJob =
     jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
   return sql`WITH owned AS (
           SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id
           FROM messages
           WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
-            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
+            AND next_attempt_at <= ${now}::timestamptz + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
         claimed AS (
           UPDATE messages SET
             status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
             attempts = attempts + 1,
-            claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
-            updated_at = now()
+            claimed_until = ${now}::timestamptz + make_interval(secs => ${CLAIM_SECONDS}),
+            updated_at = ${now}
           WHERE id = ANY(${sql.param(ids)}::uuid[])
             -- Not "status IN ('open', 'pending', 'retrying')": that is the due index's
             -- predicate, and with it the planner may walk every due row to find these few.
             -- The CHECK constraint makes them equal.
             AND status <> 'sent' AND status <> 'dead'
-            AND next_attempt_at <= now() + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
-            AND (claimed_until IS NULL OR claimed_until < now())
+            AND next_attempt_at <= ${now}::timestamptz + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
+            AND (claimed_until IS NULL OR claimed_until < ${now}::timestamptz)
             AND (attempts > 0 OR first_job_id IS NULL OR ${ownedByJob})
             AND NOT (${ownedByJob} AND ${FIRST_ATTEMPT_OWNED})
           RETURNING id, attempts, channel, hold, subscriber_id),
@@ -261,7 +261,7 @@ export async function claimMessages(
   ids: readonly string[],
   jobId: string | undefined,
 ): Promise<Outgoing[]> {
-  const taken = await queryPrepared<TakenRow>(ctx.db, takeMessages(ids, jobId));
+  const taken = await queryPrepared<TakenRow>(ctx.db, takeMessages(ids, jobId, ctx.now()));
   if (taken.length === 0) return [];
   const claimed = new Map<string, Outgoing>();
   const rows: CarriedOnce[] = [];

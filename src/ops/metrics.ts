@@ -5,7 +5,7 @@ import { queryRows, type Db } from '../db/client.js';
 import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../runtime/context.js';
-import { DUE_AND_HELD } from '../ledger/index.js';
+import { dueAndHeld } from '../ledger/index.js';
 import { isDeliverQueue, QUEUE_NAMES, type QueueName, type Queues } from '../runtime/queues.js';
 import {
   AuthError,
@@ -364,7 +364,10 @@ export class OpsMetrics implements JobObserver {
         // The plan's estimate (a read per event of a cycle the size of the average one) is above
         // jit_above_cost: compiling it took 30 ms of a read that runs in 0.2 ms.
         await tx.execute(sql`SET LOCAL jit = off`);
-        return queryRows<{ age: number | string | null; held: number }>(tx, DUE_AND_HELD);
+        return queryRows<{ age: number | string | null; held: number }>(
+          tx,
+          dueAndHeld(this.#now()),
+        );
       }),
     );
     this.oldestDue.set(Math.max(0, Number(row?.age ?? 0)));

@@ -144,8 +144,8 @@ export async function countFailedCheck(
       checked = checked + 1,
       error = coalesce(error, ${`check of ${what} failed: ${message.slice(0, 500)}`}),
       status = CASE WHEN checked + 1 >= planned AND status = 'running' THEN 'done' ELSE status END,
-      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL THEN now()
-                         ELSE finished_at END
+      finished_at = CASE WHEN checked + 1 >= planned AND finished_at IS NULL
+                         THEN ${ctx.now()}::timestamptz ELSE finished_at END
     WHERE id = ${cycleId}
     RETURNING status`);
   if (isDone(result)) await releaseCycleMessages(ctx, cycleId);

@@ -53,6 +53,7 @@ export async function splitOversized(
   // A quiet message's rest keeps its "while you were away" heading.
   const moved = await splitIntoFollowUp(
     ctx.db,
+    ctx.now(),
     {
       id: message.id,
       subscriberId: message.subscriber_id,
@@ -94,6 +95,7 @@ export async function waitForRobot(
       : `the robot's rate limit is reached; waiting ${Math.ceil(waitMs / 1000)} s`;
   const outcome = await waitForRobotSlot(
     ctx.db,
+    ctx.now(),
     { id: message.id, subscriberId: message.subscriber_id, hold: message.hold },
     waitMs,
     why,
@@ -129,6 +131,7 @@ export async function waitForRobot(
 export async function release(ctx: PipelineContext, messages: readonly Outgoing[]): Promise<void> {
   await giveBack(
     ctx.db,
+    ctx.now(),
     messages.map((m) => ({ id: m.id, attempts: m.attempts - 1 })),
   );
   for (const m of messages) await enqueueMessage(ctx.queues, m, m.attempts - 1);
@@ -151,7 +154,7 @@ export async function waitForChannel(
     0,
     MAX_ERROR_LENGTH,
   );
-  await markChannelWait(ctx.db, message.id, attempts, lastError, waitMs);
+  await markChannelWait(ctx.db, ctx.now(), message.id, attempts, lastError, waitMs);
   await deliverQueue(ctx.queues, message.channel).add(
     DELIVER_JOB,
     { messageIds: [message.id] } satisfies DeliverPayload,
@@ -178,7 +181,7 @@ export async function recordFailure(
         ? `robot gone or its token invalid at ${at} (message ${message.id}): ${failure.message}`
         : `webhook answered 410 Gone at ${at} (message ${message.id})`;
     await ctx.db.execute(sql`
-      UPDATE subscribers SET active = false, updated_at = now(),
+      UPDATE subscribers SET active = false, updated_at = ${ctx.now()},
         disabled_reason = ${reason.slice(0, MAX_ERROR_LENGTH)}
       WHERE id = ${message.subscriber_id}`);
     if (message.channel === 'robot') {
@@ -195,7 +198,7 @@ export async function recordFailure(
     const lastError = failure.retryable
       ? `gave up after ${message.attempts} attempts: ${failure.message}`.slice(0, MAX_ERROR_LENGTH)
       : failure.message;
-    await markDead(ctx.db, message.id, message.attempts, lastError);
+    await markDead(ctx.db, ctx.now(), message.id, message.attempts, lastError);
     log.warn(
       { channel: message.channel, attempt: message.attempts, error: failure.message },
       'message dead',
@@ -204,7 +207,7 @@ export async function recordFailure(
   }
 
   const delayMs = retryDelayMs(message.attempts, ctx.random, failure.retryAfterMs);
-  await markRetrying(ctx.db, message.id, message.attempts, failure.message, delayMs);
+  await markRetrying(ctx.db, ctx.now(), message.id, message.attempts, failure.message, delayMs);
   // Should this enqueue be lost (Redis down), the sweeper finds the due message without a job.
   await enqueueMessage(ctx.queues, message, message.attempts, delayMs);
   log.info(

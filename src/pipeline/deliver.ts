@@ -224,7 +224,7 @@ async function attempt(
   if (message.channel === 'email' && ctx.emailPause.accepted()) {
     log.warn('email channel open again: the SMTP server took the login');
   }
-  await s.sent.markSent(message.id, new Date());
+  await s.sent.markSent(message.id, ctx.now());
   // Per message at debug: at info a storm's 100,000 lines cost the workers 6 % more CPU
   // (docs/benchmarks-history.md item 49); the job's summary says it at info, the ledger message by
   // message.

@@ -117,6 +117,7 @@ export async function runCycleOnce(
       async () =>
         (await firstAttemptsOwed(
           ctx.db,
+          ctx.now(),
           cycleId,
           released.map((m) => m.id),
         )) === 0,

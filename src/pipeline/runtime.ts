@@ -128,8 +128,13 @@ export function createRuntime(
     logger,
   });
   const robots = {
-    // In the queues' Redis under their prefix: every worker of the deployment counts one window.
-    limiter: createRobotRateLimiter({ redis, prefix: `${config.queuePrefix}:` }),
+    // In the queues' Redis under their prefix: every worker of the deployment counts one window,
+    // on Redis's clock unless the runtime was given one (a test moving time).
+    limiter: createRobotRateLimiter({
+      redis,
+      prefix: `${config.queuePrefix}:`,
+      ...(options.now ? { now: () => options.now!().getTime() } : {}),
+    }),
     sender: createRobotSender({
       allowPrivate: config.webhookAllowPrivate,
       timeoutMs: config.webhookTimeoutMs,

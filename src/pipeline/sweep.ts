@@ -51,14 +51,15 @@ export async function runSweep(
   const messagesReleased = await releaseOverdueCycles(ctx, graceSeconds);
   const { requeued } = await requeueDueMessages(ctx, graceSeconds);
 
+  const now = ctx.now();
   const pruned = await queryRows<{ n: number }>(
     ctx.db,
     sql`WITH gone AS (
           DELETE FROM warnings
           -- A row last seen before the cut was first seen before it too: first_seen is the
           -- indexed column, as last_seen is rewritten by every check (migration 0004).
-          WHERE first_seen < now() - make_interval(hours => ${WARNING_RETENTION_HOURS})
-            AND last_seen < now() - make_interval(hours => ${WARNING_RETENTION_HOURS})
+          WHERE first_seen < ${now}::timestamptz - make_interval(hours => ${WARNING_RETENTION_HOURS})
+            AND last_seen < ${now}::timestamptz - make_interval(hours => ${WARNING_RETENTION_HOURS})
           RETURNING 1)
         SELECT count(*)::int AS n FROM gone`,
   );
@@ -66,9 +67,9 @@ export async function runSweep(
   const closed = await queryRows<{ n: number }>(
     ctx.db,
     sql`WITH closed AS (
-          UPDATE poll_cycles SET status = 'failed', finished_at = now(),
+          UPDATE poll_cycles SET status = 'failed', finished_at = ${now},
             error = coalesce(error, 'checks did not finish within an hour')
-          WHERE status = 'running' AND started_at < now() - interval '1 hour'
+          WHERE status = 'running' AND started_at < ${now}::timestamptz - interval '1 hour'
           RETURNING 1)
         SELECT count(*)::int AS n FROM closed`,
   );

@@ -75,6 +75,7 @@ describe('the claim read under a generic plan', () => {
       takeMessages(
         picked.map((r) => r.id),
         'a-batch-job',
+        new Date(),
       ),
     );
     const paths = accessPaths(plan, 'messages');

@@ -1,6 +1,6 @@
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
-import { DUE_AND_HELD } from '../../src/ledger/index.js';
+import { dueAndHeld } from '../../src/ledger/index.js';
 import { useSqlClient } from '../support/db.js';
 import { scannedWhole, type PlanNode } from '../support/plans.js';
 
@@ -50,7 +50,7 @@ describe('the scrape of held messages', () => {
         FROM subscribers WHERE name = 'desk 1';
       ANALYZE;`);
 
-    const built = new PgDialect().sqlToQuery(DUE_AND_HELD);
+    const built = new PgDialect().sqlToQuery(dueAndHeld(new Date()));
     const scrape = async () => {
       const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
         `EXPLAIN (FORMAT JSON) ${built.sql}`,

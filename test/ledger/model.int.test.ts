@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import {
   claimMessages,
+  deliverQueue,
   enqueueInserted,
   giveBack,
   insertNotifications,
-  isJobLive,
   markDead,
   markRetrying,
   redeliver,
@@ -195,7 +195,12 @@ describe('the ledger against its model', () => {
       // A job runs once at a time (BullMQ's lock), and only while Redis has it: the owner does
       // not take what it holds, nor runs after its job was lost.
       const job = this.asOwner && !r.inHand.has(id) ? await ownerOf(id) : undefined;
-      if (job !== undefined && !(await isJobLive(ctx.queues, await channelOf(id), job))) return;
+      if (job !== undefined) {
+        const state = await (
+          await deliverQueue(ctx.queues, await channelOf(id)).getJob(job)
+        )?.getState();
+        if (state !== 'waiting' && state !== 'delayed') return;
+      }
       received(m, r, await claimMessages(ctx, [id], job));
     }
     toString = () => `take(${this.pick}, ${this.asOwner ? 'owner' : 'claim'})`;
@@ -218,12 +223,12 @@ describe('the ledger against its model', () => {
         await r.recorder.markSent(id, new Date());
         m.sends.set(id, (m.sends.get(id) ?? 0) + 1);
       } else if (this.how === 'retry') {
-        await markRetrying(ctx.db, id, attempts, 'a failure', 0);
+        await markRetrying(ctx.db, ctx.now(), id, attempts, 'a failure', 0);
       } else if (this.how === 'dead') {
-        await markDead(ctx.db, id, attempts, 'a permanent failure');
+        await markDead(ctx.db, ctx.now(), id, attempts, 'a permanent failure');
         m.dead.add(id);
       } else {
-        await giveBack(ctx.db, [{ id, attempts: attempts - 1 }]);
+        await giveBack(ctx.db, ctx.now(), [{ id, attempts: attempts - 1 }]);
       }
     }
     toString = () => `${this.how}(${this.pick})`;
@@ -271,7 +276,7 @@ describe('the ledger against its model', () => {
       const ids = await messageIds();
       if (ids.length === 0) return;
       const id = ids[this.pick % ids.length]!;
-      const result = await redeliver({ db: ctx.db, queues: ctx.queues }, { ids: [id] });
+      const result = await redeliver(ctx, { ids: [id] });
       for (const done of result.requeued) {
         expect(r.inHand.has(done.id)).toBe(false);
         m.allowed.set(done.id, (m.sends.get(done.id) ?? 0) + 1);

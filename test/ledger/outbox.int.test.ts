@@ -181,6 +181,26 @@ describe('direct messages in the outbox', () => {
     expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(0);
   });
 
+  it('promotes the job of a due first attempt that Redis still delays, rather than take it', async () => {
+    const { batches } = await checkedWarning();
+    const batch = batches.find((b) => b.channel === 'webhook')!;
+    // Its job delayed by an hour in Redis, though the message is due by the ledger's clock.
+    await rt.ctx.queues.deliverWebhook.remove(batch.job_id);
+    await rt.ctx.queues.deliverWebhook.add(
+      'deliver',
+      { messageIds: batch.message_ids },
+      { jobId: batch.job_id, delay: 3_600_000 },
+    );
+    const job = () => rt.ctx.queues.deliverWebhook.getJob(batch.job_id);
+    expect(await (await job())?.getState()).toBe('delayed');
+    expect((await runSweep(rt.ctx, { graceSeconds: 0 })).requeued).toBe(0);
+    expect(await (await job())?.getState()).toBe('waiting');
+    // Still its job's: nothing was handed back.
+    expect((await messageRows(batch.message_ids)).map((r) => r.first_job_id)).toEqual(
+      batch.message_ids.map(() => batch.job_id),
+    );
+  });
+
   it('remembers a failed first attempt as a row to retry', async () => {
     seq += 1;
     const path = `/fail/${seq}`;
@@ -204,7 +224,7 @@ describe('direct messages in the outbox', () => {
     expect(rows.map((r) => [r.id, r.status, r.attempts]).sort()).toEqual(
       [...ids].sort().map((id) => [id, 'pending', 0]),
     );
-    const result = await redeliver({ db: h.database.db, queues: rt.ctx.queues }, { ids });
+    const result = await redeliver(rt.ctx, { ids });
     expect(result.requeued).toEqual([]);
     expect(result.unknown).toEqual([]);
     expect(result.skipped.map((s) => s.reason)).toEqual(ids.map(() => 'in-flight'));

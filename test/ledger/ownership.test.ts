@@ -4,15 +4,18 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * One owner for the ledger (issue 37, docs/design.md): only src/ledger/ speaks SQL to
- * `deliveries` and `messages`, and everything else comes in through
- * src/ledger/index.ts. The schema declares the tables; the tests and the bench may read them
- * to check outcomes, and the bench's imports are held like the product's.
+ * `deliveries` and `messages`, and everything else comes in through src/ledger/index.ts. The
+ * schema declares the tables; the tests and the bench may read them to check outcomes, and the
+ * bench's imports are held like the product's. One clock for the ledger and the jobs too: the
+ * `now` they are given, never SQL's, so that tests move time instead of waiting for it.
  */
 
 const ROOT = join(import.meta.dirname, '../..');
 const LEDGER_TABLES = /\b(FROM|INTO|UPDATE|JOIN|TABLE|TRUNCATE)\s+(deliveries|messages)\b/gi;
 const SCHEMA_TABLES =
   /import\s*\{[^}]*\b(deliveries|messages)\b[^}]*\}\s*from\s*'[./]*db\/schema\.js'/;
+/** SQL's own clock, `now()`, as opposed to a JavaScript `ctx.now()` or `Date.now()`. */
+const SQL_CLOCK = /(?<![.\w])now\(\)/g;
 const LEDGER_MODULE = /from\s*'((?:\.\.?\/)+(?:src\/)?ledger\/(?!index\.js)[\w-]+\.js)'/g;
 
 function sources(dir: string): string[] {
@@ -48,6 +51,19 @@ describe('the ledger has one owner', () => {
 
   it('nothing outside src/ledger/ imports a ledger module but its index', () => {
     expect(trespasses({ ...product, ...bench }, LEDGER_MODULE)).toEqual([]);
+  });
+
+  it('the ledger and the jobs read one clock, the one they are given', () => {
+    const jobs = Object.entries(product).filter(
+      ([file]) => file.startsWith('src/ledger/') || file.startsWith('src/pipeline/'),
+    );
+    const found = jobs.flatMap(([file, text]) =>
+      [...text.matchAll(SQL_CLOCK)].map(() => `${file}: now()`),
+    );
+    expect(found).toEqual([]);
+    expect([...'SET at = now(), b = ctx.now(), c = Date.now()'.matchAll(SQL_CLOCK)]).toHaveLength(
+      1,
+    );
   });
 
   it('finds what it forbids', () => {

@@ -179,10 +179,7 @@ describe('a cycle message while it collects', () => {
     expect(listed).toMatchObject([{ status: 'held', hold: 'cycle', attempts: 0 }]);
     const notification = listed[0]!.id;
     // Still collecting: a redelivery would send it before its cycle is done.
-    const asked = await redeliver(
-      { db: h.database.db, queues: runtime.ctx.queues },
-      { ids: [notification] },
-    );
+    const asked = await redeliver(runtime.ctx, { ids: [notification] });
     expect(asked).toEqual({
       requeued: [],
       skipped: [{ id: message, reason: 'held', detail: expect.any(String) as unknown }],

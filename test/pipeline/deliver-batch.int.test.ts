@@ -394,12 +394,13 @@ describe('deliver jobs carrying many rows', () => {
       WHERE id = ${row!.message_id}`);
     const before = webhookIds('/fz/').length;
 
-    // The clock reads the claim time, then a time past the deadline for starting the send.
+    // The clock reads the claim time (for the take statement, then for the job), then a time
+    // past the deadline for starting the send.
     let reads = 0;
     const start = Date.now();
     const lateCtx = {
       ...rt.ctx,
-      now: () => new Date(start + (reads++ === 0 ? 0 : SEND_START_DEADLINE_MS + 1000)),
+      now: () => new Date(start + (reads++ < 2 ? 0 : SEND_START_DEADLINE_MS + 1000)),
     };
     const result = await runDeliver(lateCtx, { messageIds: [row!.message_id] });
     expect(result).toMatchObject({ released: 1, skipped: 0 });

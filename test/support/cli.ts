@@ -32,7 +32,12 @@ function environment(
  */
 export async function qwnInProcess(
   args: readonly string[],
-  o: { cwd?: string; env?: Record<string, string | undefined>; unset?: RegExp } = {},
+  o: {
+    cwd?: string;
+    env?: Record<string, string | undefined>;
+    unset?: RegExp;
+    now?: () => Date;
+  } = {},
 ): Promise<QwnRun> {
   const env = o.cwd === undefined ? environment(o) : readEnvironment(o.cwd, environment(o));
   let stdout = '';
@@ -43,6 +48,7 @@ export async function qwnInProcess(
     err: (text) => (stderr += `${text}\n`),
     logs: { write: (line: string) => (stderr += line) },
     timeZone: terminalZone(env.TZ),
+    ...(o.now ? { now: o.now } : {}),
   });
   return { code, stdout, stderr };
 }

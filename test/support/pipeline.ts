@@ -55,6 +55,11 @@ export interface PollResult extends QwnResult {
 /** The subscriber's `group` seed field, as stored (`group_mode`, `group_window_seconds`). */
 export type GroupMode = 'none' | 'cycle' | { windowSeconds: number };
 
+/** A clock for a command: `now` instead of the system's. */
+export interface Clock {
+  now?: () => Date;
+}
+
 export interface PipelineHarness {
   readonly database: TestDatabase;
   readonly sim: Simulator;
@@ -95,8 +100,9 @@ export interface PipelineHarness {
    * `qwn <args>` on the harness environment, in this process (test/support/cli.ts); a failed
    * exit is not thrown.
    */
-  qwn(args: string[], extraEnv?: Record<string, string>): Promise<QwnResult>;
-  pollOnce(extraEnv?: Record<string, string>): Promise<PollResult>;
+  qwn(args: string[], extraEnv?: Record<string, string>, clock?: Clock): Promise<QwnResult>;
+  /** `qwn poll --once`, on the system's clock or on `clock.now` (a test moving time). */
+  pollOnce(extraEnv?: Record<string, string>, clock?: Clock): Promise<PollResult>;
   close(): Promise<void>;
 }
 
@@ -142,8 +148,8 @@ export async function startPipelineHarness(
     }
   };
 
-  const qwn: PipelineHarness['qwn'] = async (args, extraEnv = {}) => {
-    const result = await qwnInProcess(args, { env: { ...env, ...extraEnv } });
+  const qwn: PipelineHarness['qwn'] = async (args, extraEnv = {}, clock = {}) => {
+    const result = await qwnInProcess(args, { env: { ...env, ...extraEnv }, ...clock });
     return { ...result, code: result.code ?? 1 };
   };
 
@@ -222,8 +228,8 @@ export async function startPipelineHarness(
       );
     },
     qwn,
-    async pollOnce(extraEnv = {}) {
-      const result = await qwn(['poll', '--once'], extraEnv);
+    async pollOnce(extraEnv = {}, clock = {}) {
+      const result = await qwn(['poll', '--once'], extraEnv, clock);
       const lines = result.stdout.trim().split('\n');
       let summary: PollResult['summary'];
       try {

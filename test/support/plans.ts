@@ -41,6 +41,7 @@ export function scannedWhole(node: PlanNode, found: string[] = []): string[] {
 /** A statement's parameter as an SQL literal, for EXECUTE: arrays with quoted elements and NULLs. */
 export function literal(value: unknown): string {
   if (typeof value === 'number') return String(value);
+  if (value instanceof Date) return `'${value.toISOString()}'`;
   const text = Array.isArray(value)
     ? `{${value
         .map((e) =>
