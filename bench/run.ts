@@ -40,7 +40,8 @@ import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
 const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--source v7|v1]
        [--workers N] [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
-       [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--english SHARE] [--keep]`;
+       [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--english SHARE] [--keep]
+       npm run bench -- --compare REF [--runs N] [--quick] [--workers N] [--source v7|v1] [...]`;
 
 const { values: args } = parseArgs({
   options: {
@@ -62,11 +63,27 @@ const { values: args } = parseArgs({
     // 0 measures the pipeline without the calls in English, which are extra and counted apart.
     english: { type: 'string', default: String(ENGLISH_SHARE) },
     help: { type: 'boolean', default: false },
+    compare: { type: 'string' },
   },
   strict: true,
 });
 if (args.help) {
   console.log(USAGE);
+  process.exit(0);
+}
+
+if (args.compare !== undefined) {
+  // Both commits' benches with the same options, the places of this checkout's data.
+  const passed = process.argv
+    .slice(2)
+    .filter((a, i, all) => !['--compare', '--runs', '--out'].includes(all[i - 1] ?? ''))
+    .filter((a) => !['--compare', '--runs', '--out', '--no-md'].includes(a));
+  if (!passed.includes('--places')) passed.push('--places', args.places);
+  const rounds = Number(args.runs);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 10)
+    throw new Error(`--runs: ${args.runs}`);
+  const { compareWith } = await import('./compare.js');
+  console.log(await compareWith(args.compare, rounds, passed));
   process.exit(0);
 }
 
