@@ -2,13 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
-import {
-  renderEmailMessage,
-  renderWebhookMessage,
-  type Message,
-} from '../domain/message-render.js';
+import { channelOfAddress } from '../channels/kinds.js';
+import { terminalView } from '../channels/registry.js';
+import type { Message } from '../domain/message-render.js';
 import { ATTRIBUTION, type Notification } from '../domain/render.js';
-import { renderRobotBody } from '../domain/robot-render.js';
 import type { Warning } from '../domain/warning.js';
 import type { SubscriberAddress } from '../ledger/index.js';
 import { robotsDescribedAs, subscriberMatches } from '../ledger/index.js';
@@ -24,12 +21,6 @@ export interface PreviewSubscriber extends SubscriberAddress {
   /** The subscriber's own time zone; null: the place's. */
   timezone: string | null;
   place: { id: string; name: string; name_en: string | null; tz: string } | null;
-}
-
-export type PreviewChannel = 'email' | 'webhook' | 'robot';
-
-export function channelOf(s: PreviewSubscriber): PreviewChannel {
-  return s.email ? 'email' : s.webhook_url ? 'webhook' : 'robot';
 }
 
 /** The subscriber an operator names by email, webhook URL, robot host#fingerprint, name or id. */
@@ -140,21 +131,5 @@ export function previewMessage(
 
 /** The message as its channel carries it, for a terminal. */
 export function renderForTerminal(sub: PreviewSubscriber, message: Message): string {
-  const channel = channelOf(sub);
-  if (channel === 'email') {
-    const email = renderEmailMessage(message);
-    return [`To: ${sub.email}`, `Subject: ${email.subject}`, '', email.text].join('\n');
-  }
-  if (channel === 'webhook') {
-    return [
-      `POST ${sub.webhook_url}`,
-      '',
-      JSON.stringify(renderWebhookMessage(message), null, 2),
-    ].join('\n');
-  }
-  return JSON.stringify(
-    renderRobotBody(sub.robot_kind!, message.notifications, message.id),
-    null,
-    2,
-  );
+  return terminalView(channelOfAddress(sub), sub, message);
 }

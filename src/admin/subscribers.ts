@@ -1,3 +1,4 @@
+import { channelOfAddress, type Channel } from '../channels/kinds.js';
 import { sql } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
 import { queryRows, type Db } from '../db/client.js';
@@ -18,7 +19,7 @@ export type SubscriberState = 'active' | 'unsubscribed' | 'disabled' | 'paused';
 export interface SubscriberListing {
   id: string;
   name: string | null;
-  channel: 'email' | 'webhook' | 'robot';
+  channel: Channel;
   /** The email address, the webhook URL, or a robot as vendor host#fingerprint. */
   address: string;
   lang: string;
@@ -75,7 +76,7 @@ export async function listSubscribers(db: Db): Promise<SubscriberListing[]> {
     return {
       id: r.id,
       name: r.name,
-      channel: r.email ? 'email' : r.webhook_url ? 'webhook' : 'robot',
+      channel: channelOfAddress(r),
       address:
         r.email ??
         r.webhook_url ??

@@ -1,10 +1,11 @@
+import { channelOfAddress, kindOf } from '../channels/kinds.js';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { channelOf, previewMessage, sampleWarning } from '../admin/preview.js';
+import { previewMessage, sampleWarning } from '../admin/preview.js';
 import { loadConfig, MissingSettingError } from '../config.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger, registerSecret, scrub } from '../logger.js';
-import { sendThroughChannel } from '../pipeline/channel-send.js';
+import { sendThroughChannel } from '../channels/registry.js';
 import { createRuntime } from '../pipeline/runtime.js';
 import { parseCommandLine, UsageError } from './command.js';
 import { oneSubscriber } from './preview.js';
@@ -41,15 +42,16 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         `the subscriber is ${sub.unsubscribed ? 'unsubscribed' : `not active (${sub.disabled_reason ?? 'paused'})`}: nothing is sent to it`,
       );
     }
-    const channel = channelOf(sub);
-    if (channel === 'email' && !config.smtpUrl)
+    const channel = channelOfAddress(sub);
+    if (kindOf(channel).pooled && !config.smtpUrl) {
       throw new MissingSettingError('SMTP_URL is not set');
+    }
     const now = ctx.now();
     const id = randomUUID();
     const message = previewMessage(sub, sampleWarning(sub, now, true), 'new', now, id);
     let ok = true;
     let detail: string;
-    if (channel === 'webhook') registerSecret(sub.webhook_secret ?? undefined);
+    registerSecret(sub.webhook_secret ?? undefined);
     try {
       const sent = await sendThroughChannel(ctx, channel, sub, message);
       if (sent.outcome === 'wait') {

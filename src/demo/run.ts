@@ -1,3 +1,4 @@
+import { CHANNELS, subscriberChannelSql } from '../channels/kinds.js';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
@@ -233,8 +234,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       await queryRows<{ name: string; channel: string; lang: string; filter: string }>(
         ctx.db,
         sql`SELECT u.name,
-              CASE WHEN u.robot_kind IS NOT NULL THEN u.robot_kind
-                   WHEN u.email IS NULL THEN 'webhook' ELSE 'email' END AS channel,
+              coalesce(u.robot_kind, ${sql.raw(subscriberChannelSql('u'))}) AS channel,
               u.lang,
               concat_ws(', ',
                 CASE WHEN max(s.min_level) IS NOT NULL THEN max(s.min_level) || ' and above' END,
@@ -387,7 +387,7 @@ function printSummary(print: (line: string) => void, report: DemoReport): void {
   for (const line of eventTable.split('\n')) print(`    ${line}`);
   print('');
   print('  deliveries by channel and status');
-  const channels = (['email', 'webhook', 'robot'] as const).map((channel) => ({
+  const channels = [...CHANNELS].sort().map((channel) => ({
     channel,
     counts: Object.fromEntries(
       STATUSES.map((s) => [

@@ -86,14 +86,6 @@ export type Placement =
   { join: string } | { create: { hold: Hold | null; sendAt: Date; cycleId: string | null } };
 
 /**
- * Default grouping per channel (docs/messages.md): an email and a chat robot collect their cycle, a
- * webhook does not.
- */
-export function defaultGroup(channel: 'email' | 'webhook' | 'robot'): GroupMode {
-  return channel === 'webhook' ? { kind: 'none' } : { kind: 'cycle' };
-}
-
-/**
  * Urgent = never held by quiet hours: at or above the bypass level, or part of a chain that
  * already had an urgent notification for this subscriber. The stickiness is what a woken
  * subscriber needs: after a red warning at 3 a.m. its downgrade to yellow or its cancellation is

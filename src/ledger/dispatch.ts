@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
+import { CHANNELS, kindOf } from '../channels/kinds.js';
 import type { Channel, CreatedMessage } from './message.js';
 import { deliverJobId, type Queues } from '../runtime/queues.js';
 
@@ -12,7 +13,7 @@ import { deliverJobId, type Queues } from '../runtime/queues.js';
 
 export const DELIVER_JOB = 'deliver';
 
-/** Most messages one deliver job may carry (a check's batches are smaller, see FIRST_ATTEMPT_BATCH). */
+/** Most messages one deliver job may carry (a check's batches are smaller: `firstAttemptBatch`). */
 export const MAX_DELIVER_BATCH = 200;
 
 export const deliverPayload = z.object({
@@ -20,28 +21,21 @@ export const deliverPayload = z.object({
 });
 export type DeliverPayload = z.infer<typeof deliverPayload>;
 
-/** A chat robot's channel is 'robot'; its vendor is the subscriber's `robot_kind`. */
-export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
-
-/**
- * Messages per first-attempt job, by channel. One job per message cost about 40 Redis commands
- * and two Postgres transactions per notification (docs/benchmarks-history.md); a batch shares
- * them. Emails go in smaller batches: a mail pool sends far fewer per second than a webhook
- * client, and a claimed message should not wait long for its turn.
- */
-export const FIRST_ATTEMPT_BATCH: Record<Channel, number> = { webhook: 50, robot: 10, email: 10 };
-
 /**
  * SQL for each row's first-attempt job, in a statement over rows with a `channel` column:
  * `prefix`, the channel and the batch number, `FIRST_ATTEMPT_BATCH` rows per job in `orderBy`
  * order. The writers of messages name their jobs in the statement that writes them.
  */
+/** `firstAttemptBatch` of the channel in `channel`, an SQL expression of type int. */
+const BATCH_SIZE_BY_CHANNEL = (channel: SQL): SQL =>
+  sql`CASE ${channel} ${sql.raw(
+    CHANNELS.map((c) => `WHEN '${c}' THEN ${kindOf(c).firstAttemptBatch}`).join(' '),
+  )} END`;
+
 export function firstAttemptJob(prefix: string, channel: SQL, orderBy: SQL): SQL {
   return sql`${prefix}::text || ${channel} ||
     ((row_number() OVER (PARTITION BY ${channel} ORDER BY ${orderBy}) - 1) /
-      CASE ${channel} WHEN 'email' THEN ${FIRST_ATTEMPT_BATCH.email}::int
-                      WHEN 'robot' THEN ${FIRST_ATTEMPT_BATCH.robot}::int
-                      ELSE ${FIRST_ATTEMPT_BATCH.webhook}::int END)::text`;
+      ${BATCH_SIZE_BY_CHANNEL(channel)})::text`;
 }
 
 /** BullMQ states in which a job still runs by itself: an enqueue with its id would be ignored. */
@@ -49,9 +43,9 @@ const LIVE_STATES = new Set(['waiting', 'active', 'prioritized', 'waiting-childr
 
 export type DeliverQueues = Pick<Queues, 'deliverWebhook' | 'deliverEmail'>;
 
-/** The queue that carries a channel's deliver jobs; robot posts ride the webhook queue. */
+/** The queue that carries a channel's deliver jobs (`ChannelKind.queue`). */
 export function deliverQueue(queues: DeliverQueues, channel: Channel): Queue {
-  return channel === 'email' ? queues.deliverEmail : queues.deliverWebhook;
+  return queues[kindOf(channel).queue];
 }
 
 /**

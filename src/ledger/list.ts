@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
 import { carriedBy, MESSAGE_STATUS } from './lookups.js';
+import type { Channel } from './message.js';
 import { queryRows, type Db } from '../db/client.js';
 import type { RobotVendor } from '../domain/robot-render.js';
 import { CYCLE_WAIT_LIMIT_MS } from '../domain/schedule.js';
@@ -54,7 +55,7 @@ export interface DeliveryListing {
   createdAt: Date;
   status: DeliveryStatus;
   attempts: number;
-  channel: 'email' | 'webhook' | 'robot';
+  channel: Channel;
   /** A chat robot's vendor; null for email and webhook. */
   robotKind: RobotVendor | null;
   subscriberId: string;
@@ -81,7 +82,7 @@ interface ListingRow {
   created_at: Date | string;
   status: DeliveryStatus;
   attempts: number;
-  channel: 'email' | 'webhook' | 'robot';
+  channel: Channel;
   robot_kind: RobotVendor | null;
   robot_url: string | null;
   subscriber_id: string;

@@ -1,7 +1,8 @@
 /** A message as the ledger hands it on: its channel, and what a check's statement created. */
 
-/** How a message leaves: the subscriber's one address decides it. */
-export type Channel = 'email' | 'webhook' | 'robot';
+import type { Channel } from '../channels/kinds.js';
+
+export type { Channel };
 
 /** A message a check just created, and the job that will carry its first attempt. */
 export interface CreatedMessage {

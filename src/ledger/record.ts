@@ -5,7 +5,6 @@ import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
 import {
   CYCLE_WAIT_LIMIT_MS,
-  defaultGroup,
   isUrgent,
   placeNotification,
   type DeliveryPrefs,
@@ -17,7 +16,8 @@ import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy, IN_COLLECTING_MESSAGE } from './lookups.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { scheduleCycleReleases } from './release.js';
-import { enqueueFirstAttempts, FIRST_ATTEMPT_BATCH, firstAttemptJob } from './dispatch.js';
+import { enqueueFirstAttempts, firstAttemptJob } from './dispatch.js';
+import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import type { Channel, CreatedMessage, CycleRelease } from './message.js';
 import type { Tx } from '../db/client.js';
 
@@ -32,7 +32,19 @@ import type { Tx } from '../db/client.js';
  */
 
 /** The channel of subscriber `u`: the column of its one address. */
-const SUBSCRIBER_CHANNEL = `CASE WHEN u.email IS NOT NULL THEN 'email' WHEN u.robot_url IS NOT NULL THEN 'robot' ELSE 'webhook' END`;
+const SUBSCRIBER_CHANNEL = subscriberChannelSql('u');
+
+/** The default grouping of subscriber `u`'s channel (`ChannelKind.defaultGroup`). */
+const DEFAULT_GROUP = `CASE ${CHANNELS.map(
+  (c) => `WHEN u.${kindOf(c).addressColumn} IS NOT NULL THEN '${kindOf(c).defaultGroup}'`,
+).join(' ')} END`;
+
+/** Whether subscriber `u`'s channel always goes through the scheduler (a robot's). */
+const ALWAYS_SCHEDULED = `(${
+  CHANNELS.filter((c) => kindOf(c).alwaysScheduled)
+    .map((c) => `u.${kindOf(c).addressColumn} IS NOT NULL`)
+    .join(' OR ') || 'false'
+})`;
 
 /**
  * What the subscription queries of both checks select of the subscriber: its channel and
@@ -41,10 +53,10 @@ const SUBSCRIBER_CHANNEL = `CASE WHEN u.email IS NOT NULL THEN 'email' WHEN u.ro
  */
 export const SUBSCRIBER_DELIVERY_COLUMNS = sql.raw(`
   ${SUBSCRIBER_CHANNEL} AS channel,
-  (coalesce(u.group_mode, CASE WHEN u.webhook_url IS NOT NULL THEN 'none' ELSE 'cycle' END) <> 'none'
-   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL OR u.robot_url IS NOT NULL) AS scheduled,
-  (coalesce(u.group_mode, CASE WHEN u.webhook_url IS NOT NULL THEN 'none' ELSE 'cycle' END) = 'cycle'
-   AND u.quiet_from IS NULL AND u.max_per_hour IS NULL AND u.robot_url IS NULL) AS cycle_only`);
+  (coalesce(u.group_mode, ${DEFAULT_GROUP}) <> 'none'
+   OR u.quiet_from IS NOT NULL OR u.max_per_hour IS NOT NULL OR ${ALWAYS_SCHEDULED}) AS scheduled,
+  (coalesce(u.group_mode, ${DEFAULT_GROUP}) = 'cycle'
+   AND u.quiet_from IS NULL AND u.max_per_hour IS NULL AND NOT ${ALWAYS_SCHEDULED}) AS cycle_only`);
 
 /** Who may be told anything: active, and not unsubscribed (docs/design.md, invariant 11). */
 export const SUBSCRIBER_RECEIVES = sql.raw(`u.active AND u.unsubscribed_at IS NULL`);
@@ -339,7 +351,8 @@ function prefsOf(row: SubscriberPrefsRow): DeliveryPrefs {
       ? { kind: row.group_mode }
       : row.group_mode === 'window'
         ? { kind: 'window', seconds: row.group_window_seconds ?? 60 }
-        : defaultGroup(row.channel);
+        : // Docs/messages.md: an email and a chat robot collect their cycle, a webhook does not.
+          { kind: kindOf(row.channel).defaultGroup };
   return {
     group,
     timezone: row.timezone,
@@ -549,7 +562,7 @@ async function insertScheduled(
     seen.set(group, nth + 1);
     firstJob.set(
       m.id,
-      `${input.key}_s_${group}${Math.floor(nth / FIRST_ATTEMPT_BATCH[m.channel])}`,
+      `${input.key}_s_${group}${Math.floor(nth / kindOf(m.channel).firstAttemptBatch)}`,
     );
   }
   if (toWrite.length > 0) {

@@ -1,7 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { EventType } from '../domain/detect.js';
-import type { RobotVendor } from '../domain/robot-render.js';
+import { channelsWhere } from '../channels/kinds.js';
+import type { ChannelAddress } from '../channels/registry.js';
 import type { Hold } from '../domain/schedule.js';
 import type { Warning } from '../domain/warning.js';
 import type { PipelineContext } from '../runtime/context.js';
@@ -27,14 +28,7 @@ const EARLY_TOLERANCE_SECONDS = 5;
  * Where a subscriber is sent to and whether they may be: what the deliver job and
  * `qwn test-send` read of a subscriber (src/pipeline/deliver.ts, sendThroughChannel).
  */
-export interface SubscriberAddress {
-  subscriber_id: string;
-  email: string | null;
-  webhook_url: string | null;
-  webhook_secret: string | null;
-  robot_kind: RobotVendor | null;
-  robot_url: string | null;
-  robot_secret: string | null;
+export interface SubscriberAddress extends ChannelAddress {
   lang: 'zh' | 'en';
   active: boolean;
   unsubscribed: boolean;
@@ -164,7 +158,8 @@ function notificationsOf(messageIds: SQL): SQL {
 // "status = 'pending'" spelled as the claim below spells its statuses, so that it does not
 // imply the due index's predicate (docs/benchmarks-history.md item 4).
 const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND status <> 'sent'
-  AND status <> 'dead' AND attempts = 0 AND channel <> 'robot'`;
+  AND status <> 'dead' AND attempts = 0
+  AND channel IN (${sql.raw(channelsWhere((k) => k.ownedFirstAttempt))})`;
 
 /**
  * The statement of `claim`: reads the messages among `ids` whose first attempt `jobId` owns,

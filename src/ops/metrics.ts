@@ -1,3 +1,4 @@
+import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import { sql } from 'drizzle-orm';
 import { EVENT_TYPES } from '../domain/detect.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -32,7 +33,6 @@ import { withTimeout } from './with-timeout.js';
  */
 
 const DELIVERY_OUTCOMES = ['sent', 'retrying', 'dead'] as const;
-const CHANNELS = ['email', 'webhook', 'robot'] as const;
 const CYCLE_STATUSES = ['done', 'failed'] as const;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed', 'completed'] as const;
 
@@ -191,7 +191,11 @@ export class OpsMetrics implements JobObserver {
       labelNames: ['channel'],
       registers,
       collect() {
-        if (emailPause) this.set({ channel: 'email' }, emailPause.snapshot().paused ? 1 : 0);
+        for (const channel of CHANNELS) {
+          if (emailPause && kindOf(channel).pausable) {
+            this.set({ channel }, emailPause.snapshot().paused ? 1 : 0);
+          }
+        }
       },
     });
     this.pollInterval = new Gauge({
@@ -382,9 +386,8 @@ export class OpsMetrics implements JobObserver {
       SCRAPE_STEP_TIMEOUT_MS,
       queryRows<{ channel: string; n: number }>(
         db,
-        sql`SELECT CASE WHEN email IS NOT NULL THEN 'email' ELSE 'webhook' END AS channel,
-                   count(*)::int AS n
-            FROM subscribers WHERE disabled_reason IS NOT NULL GROUP BY 1`,
+        sql`SELECT ${sql.raw(subscriberChannelSql('u'))} AS channel, count(*)::int AS n
+            FROM subscribers u WHERE disabled_reason IS NOT NULL GROUP BY 1`,
       ),
     );
     for (const channel of CHANNELS) {

@@ -19,7 +19,12 @@ import {
 import type { Logger } from '../logger.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { deliverJobId } from '../runtime/queues.js';
-import { MAX_ERROR_LENGTH, type Failure, type RobotWait } from './channel-send.js';
+import {
+  goneReceiver,
+  MAX_ERROR_LENGTH,
+  type Failure,
+  type RobotWait,
+} from '../channels/registry.js';
 import { contentOf } from './message-content.js';
 
 /**
@@ -175,23 +180,18 @@ export async function recordFailure(
 ): Promise<DeliverOutcome> {
   const log = jobLog.child({ messageId: message.id });
   if (failure.gone) {
-    const at = ctx.now().toISOString();
-    const reason =
-      message.channel === 'robot'
-        ? `robot gone or its token invalid at ${at} (message ${message.id}): ${failure.message}`
-        : `webhook answered 410 Gone at ${at} (message ${message.id})`;
+    const gone = goneReceiver(
+      message.channel,
+      message,
+      ctx.now().toISOString(),
+      message.id,
+      failure.message,
+    );
     await ctx.db.execute(sql`
       UPDATE subscribers SET active = false, updated_at = ${ctx.now()},
-        disabled_reason = ${reason.slice(0, MAX_ERROR_LENGTH)}
+        disabled_reason = ${gone.reason.slice(0, MAX_ERROR_LENGTH)}
       WHERE id = ${message.subscriber_id}`);
-    if (message.channel === 'robot') {
-      log.warn(
-        { subscriberId: message.subscriber_id, robot: describeRobot(message.robot_url!) },
-        'robot gone, subscriber disabled',
-      );
-    } else {
-      log.warn({ subscriberId: message.subscriber_id }, 'webhook gone, subscriber disabled');
-    }
+    log.warn({ subscriberId: message.subscriber_id, ...gone.log.fields }, gone.log.phrase);
   }
 
   if (!failure.retryable || message.attempts >= MAX_DELIVERY_ATTEMPTS) {

@@ -1,3 +1,4 @@
+import { kindOf } from '../channels/kinds.js';
 import { describeRobot } from '../channels/robot-identity.js';
 import { queryPrepared } from '../db/client.js';
 import type { Logger } from '../logger.js';
@@ -19,7 +20,7 @@ import {
   sendThroughChannel,
   type Failure,
   type RobotWait,
-} from './channel-send.js';
+} from '../channels/registry.js';
 import {
   recordFailure,
   release,
@@ -193,13 +194,14 @@ async function attempt(
       message: 'the message carries no notification any more',
     });
   }
-  if (message.channel === 'email') {
+  const kind = kindOf(message.channel);
+  if (kind.pausable) {
     const pausedMs = ctx.emailPause.remainingMs();
     if (pausedMs > 0) {
       return waitForChannel(ctx, log, message, pausedMs, ctx.emailPause.snapshot().reason ?? '');
     }
   }
-  if (message.channel === 'robot') await splitOversized(ctx, log, message);
+  if (kind.splitsOversized) await splitOversized(ctx, log, message);
   const send = async (): Promise<Failure | RobotWait | 'sent' | 'late'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
     try {
@@ -209,19 +211,18 @@ async function attempt(
       return classify(err);
     }
   };
-  const sent =
-    message.channel === 'email'
-      ? await s.emailShare.run(() => s.sends.run(send, { ahead: true }))
-      : await s.sends.run(send);
+  const sent = kind.pooled
+    ? await s.emailShare.run(() => s.sends.run(send, { ahead: true }))
+    : await s.sends.run(send);
   if (sent === 'late') return 'released';
   if (sent !== 'sent' && 'outcome' in sent) return waitForRobot(ctx, log, message, sent);
-  if (sent !== 'sent' && sent.channelRefused && message.channel === 'email') {
+  if (sent !== 'sent' && sent.channelRefused && kind.pausable) {
     const pauseMs = ctx.emailPause.refused(sent.message);
     log.warn({ pauseMs, error: sent.message }, 'email channel paused: the SMTP server refused us');
     return waitForChannel(ctx, log, message, pauseMs, sent.message);
   }
   if (sent !== 'sent') return recordFailure(ctx, log, message, sent);
-  if (message.channel === 'email' && ctx.emailPause.accepted()) {
+  if (kind.pausable && ctx.emailPause.accepted()) {
     log.warn('email channel open again: the SMTP server took the login');
   }
   await s.sent.markSent(message.id, ctx.now());

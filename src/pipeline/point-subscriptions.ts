@@ -1,3 +1,4 @@
+import type { Channel } from '../channels/kinds.js';
 import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { EventType, TrackedState } from '../domain/detect.js';
@@ -15,7 +16,7 @@ import type { Tx } from '../db/client.js';
 export interface PointSubscriptionRow {
   subscriber_id: string;
   place_id: string;
-  channel: 'email' | 'webhook';
+  channel: Channel;
   scheduled: boolean;
   cycle_only: boolean;
   min_level: string | null;

@@ -10,7 +10,7 @@ import { OutageLog } from '../ops/outage-log.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { legacyHostWarning } from '../qweather/hosts.js';
 import type { JobObserver, PipelineContext, UpstreamGate } from '../runtime/context.js';
-import { EMAIL_DELIVER_JOBS } from './channel-send.js';
+import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
 import { createQueues, createRedis } from '../runtime/queues.js';
 import type { Redis } from 'ioredis';
 

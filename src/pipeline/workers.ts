@@ -7,7 +7,7 @@ import { checkPayload, runCheck } from './check-location.js';
 import { checkPointPayload, runCheckPoint } from './check-point.js';
 import { countFailedCheck } from './cycle-counters.js';
 import { releaseCycleMessages, releasePayload, deliverPayload } from '../ledger/index.js';
-import { EMAIL_DELIVER_JOBS } from './channel-send.js';
+import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
 import { runDeliver } from './deliver.js';
 import { JobFailureLog } from '../runtime/job-failure-log.js';
 import { pollPayload, runPoll } from './poll.js';

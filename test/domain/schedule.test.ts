@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   CYCLE_WAIT_LIMIT_MS,
-  defaultGroup,
   isUrgent,
   placeNotification,
   quietWindowAt,
@@ -29,17 +28,6 @@ const openMessage = (overrides: Partial<OpenMessage> & { id: string }): OpenMess
   cycleId: 'c1',
   sendAt: at('2026-07-01T08:01:00Z'),
   ...overrides,
-});
-
-describe('defaultGroup', () => {
-  it('collects a cycle for email and sends webhooks one by one', () => {
-    expect(defaultGroup('email')).toEqual({ kind: 'cycle' });
-    expect(defaultGroup('webhook')).toEqual({ kind: 'none' });
-  });
-
-  it('collects a cycle for chat robots', () => {
-    expect(defaultGroup('robot')).toEqual({ kind: 'cycle' });
-  });
 });
 
 describe('a message waiting for its slot (throttle)', () => {

@@ -14,6 +14,12 @@ const ROOT = join(import.meta.dirname, '../..');
 const LEDGER_TABLES = /\b(FROM|INTO|UPDATE|JOIN|TABLE|TRUNCATE)\s+(deliveries|messages)\b/gi;
 const SCHEMA_TABLES =
   /import\s*\{[^}]*\b(deliveries|messages)\b[^}]*\}\s*from\s*'[./]*db\/schema\.js'/;
+/**
+ * A channel named where code compares or maps it, in JavaScript or SQL: only src/channels/ (its
+ * traits, kinds.ts, and its senders) and the schema may.
+ */
+const CHANNEL_LITERAL = /(?:[!=]==|<>|\bTHEN|\bWHEN|(?<!\?)\?(?!\?))\s*'(?:email|webhook|robot)'/g;
+
 /** SQL's own clock, `now()`, as opposed to a JavaScript `ctx.now()` or `Date.now()`. */
 const SQL_CLOCK = /(?<![.\w])now\(\)/g;
 const LEDGER_MODULE = /from\s*'((?:\.\.?\/)+(?:src\/)?ledger\/(?!index\.js)[\w-]+\.js)'/g;
@@ -64,6 +70,28 @@ describe('the ledger has one owner', () => {
     expect([...'SET at = now(), b = ctx.now(), c = Date.now()'.matchAll(SQL_CLOCK)]).toHaveLength(
       1,
     );
+  });
+
+  it('no code outside src/channels/ tells channels apart by name', () => {
+    // The seed's address forms are the seed document's own (INTERFACE.md): TypeScript narrows
+    // that union by its `channel` field, so the seed code compares it by name.
+    const outsideChannels = (files: Record<string, string>) =>
+      Object.fromEntries(
+        Object.entries(files).filter(
+          ([file]) => !file.startsWith('src/channels/') && !file.startsWith('src/admin/seed'),
+        ),
+      );
+    expect(trespasses(outsideChannels(product), CHANNEL_LITERAL)).toEqual([]);
+    const planted = {
+      'src/pipeline/x.ts': "if (message.channel === 'email') pause();",
+      'src/ops/y.ts': "sql`CASE WHEN email IS NOT NULL THEN 'email' ELSE 'webhook' END`",
+      'src/admin/z.ts': "const shown = r.robot_kind ?? 'robot';",
+      'src/channels/kinds.ts': "channel === 'robot'",
+    };
+    expect(trespasses(outsideChannels(planted), CHANNEL_LITERAL)).toEqual([
+      "src/pipeline/x.ts: === 'email'",
+      "src/ops/y.ts: THEN 'email'",
+    ]);
   });
 
   it('finds what it forbids', () => {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { SEND_START_DEADLINE_MS, runDeliver } from '../../src/pipeline/deliver.js';
-import { DELIVER_JOB, deliverQueue, FIRST_ATTEMPT_BATCH } from '../../src/ledger/dispatch.js';
+import { DELIVER_JOB, deliverQueue } from '../../src/ledger/dispatch.js';
+import { kindOf } from '../../src/channels/kinds.js';
 import { deliverJobId, QUEUE_NAMES } from '../../src/runtime/queues.js';
 import { JOB_LOCK_MS, JOBS } from '../../src/pipeline/workers.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
@@ -87,12 +88,12 @@ describe('deliver jobs carrying many rows', () => {
     for (const batch of batches.values()) {
       const channel = batch[0]!.channel;
       expect(batch.every((r) => r.channel === channel)).toBe(true);
-      expect(batch.length).toBeLessThanOrEqual(FIRST_ATTEMPT_BATCH[channel]);
+      expect(batch.length).toBeLessThanOrEqual(kindOf(channel).firstAttemptBatch);
     }
     for (const channel of ['email', 'webhook'] as const) {
       const count = rows.filter((r) => r.channel === channel).length;
       const used = [...batches.values()].filter((b) => b[0]!.channel === channel).length;
-      expect(used).toBe(Math.ceil(count / FIRST_ATTEMPT_BATCH[channel]));
+      expect(used).toBe(Math.ceil(count / kindOf(channel).firstAttemptBatch));
     }
   }
 

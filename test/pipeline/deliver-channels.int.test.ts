@@ -1,7 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_ATTEMPT_BATCH } from '../../src/ledger/dispatch.js';
+import { kindOf } from '../../src/channels/kinds.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import { DELIVER_QUEUES } from '../../src/runtime/queues.js';
 import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.js';
@@ -44,10 +44,10 @@ describe('deliver queues per channel', () => {
     const rt = h.runtime();
     // More email jobs than the process takes webhook jobs at once: with one shared queue they
     // would fill every slot. The subscribers do not group (`'none'`), so their messages go at
-    // once in first-attempt batches of FIRST_ATTEMPT_BATCH.email, as many jobs as counted here.
+    // once in first-attempt batches of the email channel's firstAttemptBatch, as many jobs as counted here.
     const emailJobs = rt.ctx.config.deliveryConcurrency * 2;
     await h.addPlace('101010100', '北京');
-    for (let i = 0; i < emailJobs * FIRST_ATTEMPT_BATCH.email; i += 1) {
+    for (let i = 0; i < emailJobs * kindOf('email').firstAttemptBatch; i += 1) {
       await h.addEmailSubscriber(`duty${i}@example.com`, ['101010100'], {}, 'none');
     }
     h.sim.setWarnings('101010100', [
@@ -73,7 +73,7 @@ describe('deliver queues per channel', () => {
 
     // No email attempt has ended yet: the webhook did not wait for the mail server.
     const emails = (await h.deliveries()).filter((r) => r.channel === 'email');
-    expect(emails).toHaveLength(emailJobs * FIRST_ATTEMPT_BATCH.email);
+    expect(emails).toHaveLength(emailJobs * kindOf('email').firstAttemptBatch);
     expect(emails.every((r) => r.status === 'pending')).toBe(true);
     // The receiver counts a request as it arrives; the sender marks it sent after the answer,
     // in the next group commit of its marks.
@@ -92,7 +92,7 @@ describe('deliver queues per channel', () => {
  */
 describe('send slots shared by both channels', () => {
   const SLOTS = 4;
-  const WEBHOOKS = 2 * FIRST_ATTEMPT_BATCH.webhook;
+  const WEBHOOKS = 2 * kindOf('webhook').firstAttemptBatch;
   const WEBHOOK_DELAY_MS = 300;
   let h: PipelineHarness;
   let workers: WorkerSet | undefined;

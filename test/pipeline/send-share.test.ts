@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAIL_POOL_CONNECTIONS } from '../../src/channels/email.js';
-import { emailSendShare } from '../../src/pipeline/channel-send.js';
+import { emailSendShare } from '../../src/channels/registry.js';
 
 describe('emailSendShare', () => {
   it('gives email the mail pool, and never every slot of a process that has two or more', () => {
