@@ -23,7 +23,7 @@ export type DeliverPayload = z.infer<typeof deliverPayload>;
 
 /**
  * SQL for each row's first-attempt job, in a statement over rows with a `channel` column:
- * `prefix`, the channel and the batch number, `FIRST_ATTEMPT_BATCH` rows per job in `orderBy`
+ * `prefix`, the channel and the batch number, `firstAttemptBatch` rows per job in `orderBy`
  * order. The writers of messages name their jobs in the statement that writes them.
  */
 /** `firstAttemptBatch` of the channel in `channel`, an SQL expression of type int. */
@@ -132,9 +132,9 @@ export async function removeHeldJobs(
 /**
  * Whether a job that carries a message already due will still run by itself: waiting, active,
  * or delayed, and then promoted to run now. Such a job owns the first attempts planned into it,
- * so nothing else may take them (`claim`). Its delay was counted from the clock that planned it, and a message's due time, not
- * a delay in Redis, says when it goes (a clock moved ahead, or one process's clock behind
- * another's).
+ * so nothing else may take them (`claim`). Its delay was counted from the clock that planned
+ * it, and a message's due time, not a delay in Redis, says when it goes (a clock moved ahead,
+ * or one process's clock behind another's).
  */
 export async function carriesDueMessage(
   queues: DeliverQueues,

@@ -183,8 +183,8 @@ export async function insertNotifications(
  * A message per notification, under the notification's id, written by the common table
  * expressions `direct` and `direct_messages` as one column array per field: eight parameters,
  * not eight per row, which a storm's checks spent most of their time building and Postgres
- * parsing. Rows of one channel share a first-attempt job, `FIRST_ATTEMPT_BATCH` at a time, which
- * owns their first attempts (`first_job_id`, src/ledger/take.ts).
+ * parsing. Rows of one channel share a first-attempt job, `firstAttemptBatch` at a time
+ * (src/channels/kinds.ts), which owns their first attempts (`first_job_id`, src/ledger/take.ts).
  */
 function directCtes(
   chunk: readonly NewNotification[],
@@ -307,7 +307,8 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
  * until that check commits. The counters' updates of the cycle row (a `NO KEY UPDATE`) do not
  * wait for the checks either; the release's `FOR UPDATE` waits for every check still adding,
  * then stops the collecting, and a check that locks the row after that reads it released and
- * leaves its notifications `late`, for the scheduler (test/pipeline/cycle-message-race.int.test.ts).
+ * leaves its notifications `late`, for the scheduler
+ * (test/pipeline/cycle-message-race.int.test.ts).
  */
 function cycleJoinCtes(rows: readonly NewNotification[], now: Date): SQL {
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));

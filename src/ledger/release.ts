@@ -21,7 +21,7 @@ import type { Channel, CycleRelease } from './message.js';
  * or taken alone.
  */
 export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string): Promise<number> {
-  // One job per batch, as a check's own first attempts go (FIRST_ATTEMPT_BATCH): a storm's
+  // One job per batch, as a check's own first attempts go (`firstAttemptBatch`): a storm's
   // grouped emails released one job each cost their own Redis round trips per message. The
   // batch job's id goes on the message, so the sweeper asks that job before requeueing.
   const now = ctx.now();
@@ -45,7 +45,8 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
               WHERE ${createdInCycle(cycleId)} AND ${IN_COLLECTING_MESSAGE}
               GROUP BY d.message_id, d.subscriber_id, d.channel),
             batched AS (
-              SELECT c.*, ${firstAttemptJob(`rel_${randomUUID()}_`, sql`c.channel`, sql`c.id`)} AS job
+              SELECT c.*,
+                ${firstAttemptJob(`rel_${randomUUID()}_`, sql`c.channel`, sql`c.id`)} AS job
               FROM collected c)
             INSERT INTO messages (id, subscriber_id, channel, status, hold, cycle_id,
               next_attempt_at, first_job_id, created_at, updated_at)

@@ -62,7 +62,10 @@ export class SentRecorder {
     );
   }
 
-  /** Resolves once the message is recorded as sent at `at`; rejects when that write failed for good. */
+  /**
+   * Resolves once the message is recorded as sent at `at`; rejects when that write failed for
+   * good (after `MARK_RETRY_DELAYS_MS`).
+   */
   markSent(id: string, at: Date): Promise<void> {
     return this.#marks.add({ id, at });
   }

@@ -67,7 +67,8 @@ export async function markChannelWait(
   await db.execute(sql`
     UPDATE messages SET status = 'retrying', attempts = ${attempts}, claimed_until = NULL,
       first_job_id = NULL, last_error = ${lastError},
-      next_attempt_at = ${now}::timestamptz + make_interval(secs => ${waitMs / 1000}), updated_at = ${now}
+      next_attempt_at = ${now}::timestamptz + make_interval(secs => ${waitMs / 1000}),
+      updated_at = ${now}
     WHERE id = ${id} AND status IN ('pending', 'retrying')`);
 }
 
