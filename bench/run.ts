@@ -374,5 +374,6 @@ try {
 } catch (err) {
   console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   console.error(USAGE);
-  process.exitCode = 2;
+  // Its servers and connections may still be open: a failed bench ends here, not never.
+  process.exit(2);
 }
