@@ -9,7 +9,7 @@ import { loadConfig, type Config } from '../src/config.js';
 import { openPostgres } from '../src/db/client.js';
 import { createScratchDatabase, type ScratchDatabase } from '../src/db/scratch.js';
 import { createLogger } from '../src/logger.js';
-import { createRuntime } from '../src/pipeline/runtime.js';
+import { createRuntime } from '../src/runtime/runtime.js';
 import { deletePrefixKeys } from '../src/runtime/queues.js';
 import { insertData, type BenchData, type BenchSource } from './data.js';
 import { exited, forkTs, nextMessage } from './procs.js';

@@ -1,6 +1,6 @@
 import { loadConfig, readEnvironment } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { createRuntime } from '../src/pipeline/runtime.js';
+import { createRuntime } from '../src/runtime/runtime.js';
 import { DELIVER_QUEUES } from '../src/runtime/queues.js';
 import { startWorkers } from '../src/pipeline/workers.js';
 

@@ -2,7 +2,7 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { runCycleOnce } from '../pipeline/run-once.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
-import { createRuntime } from '../pipeline/runtime.js';
+import { createRuntime } from '../runtime/runtime.js';
 import { assertMigrated } from '../db/problems.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
 import { refuseWithoutMail } from './mail-setting.js';

@@ -4,7 +4,7 @@ import { loadConfig } from '../config.js';
 import { assertRedisAnswers, endpointOf } from '../ops/connection-failure.js';
 import { createLogger } from '../logger.js';
 import { DELIVER_QUEUES } from '../runtime/queues.js';
-import { createRuntime } from '../pipeline/runtime.js';
+import { createRuntime } from '../runtime/runtime.js';
 import { startWorkers } from '../pipeline/workers.js';
 import { parseCommandLine, positiveSecondsOption, UsageError } from './command.js';
 import { ledgerColumns, parseSince, parseStatus } from './deliveries.js';

@@ -6,7 +6,7 @@ import { loadConfig, MissingSettingError } from '../config.js';
 import { assertMigrated } from '../db/problems.js';
 import { createLogger, registerSecret, scrub } from '../logger.js';
 import { sendThroughChannel } from '../channels/registry.js';
-import { createRuntime } from '../pipeline/runtime.js';
+import { createRuntime } from '../runtime/runtime.js';
 import { parseCommandLine, UsageError } from './command.js';
 import { oneSubscriber } from './preview.js';
 import type { CliIo } from './io.js';

@@ -9,7 +9,7 @@ import { UpstreamMonitor } from '../ops/upstream.js';
 import { DELIVER_QUEUES } from '../runtime/queues.js';
 import { fitPollToBudget } from '../pipeline/poll-budget.js';
 import { currentSource } from '../pipeline/upstream-source.js';
-import { createRuntime, type Runtime } from '../pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import {
   ensureRecurring,
   scheduleRecurring,

@@ -19,7 +19,7 @@ import {
   type ChannelStatusCount,
 } from '../ledger/index.js';
 import { runCycleOnce, type CycleSummary } from '../pipeline/run-once.js';
-import { createRuntime, type Runtime } from '../pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import { deletePrefixKeys } from '../runtime/queues.js';
 import { startSimulator } from '../simulator/index.js';
 import { provideDatabase } from './database.js';

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { DELIVER_QUEUES } from '../../src/runtime/queues.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { v7Warning } from '../../src/simulator/index.js';

@@ -8,7 +8,7 @@ import { startSmtpSink, type SmtpSink } from '../../src/demo/smtp-sink.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../src/demo/webhook-receiver.js';
 import { createLogger } from '../../src/logger.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import { startSimulator, v7Warning, type Simulator } from '../../src/simulator/index.js';
 

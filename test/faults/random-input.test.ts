@@ -5,7 +5,7 @@ import { applySeed, parseSeedText, SeedError } from '../../src/admin/seed.js';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { createQWeatherClient, type QWeatherClient } from '../../src/qweather/client.js';
 import { v7Warning, type V7WarningRecord } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';

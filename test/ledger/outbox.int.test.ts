@@ -6,7 +6,7 @@ import { queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runPoll } from '../../src/pipeline/poll.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { startWorkers } from '../../src/pipeline/workers.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { closedPort } from '../support/net.js';

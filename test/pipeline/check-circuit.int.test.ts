@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import type { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { runCheck } from '../../src/pipeline/check-location.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**

@@ -16,7 +16,7 @@ import {
 } from '../../src/ledger/record.js';
 import { deliverJobId } from '../../src/runtime/queues.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { jobDefinition } from '../../src/pipeline/workers.js';
 import { waitForLockWait } from '../support/db.js';
 import {

@@ -9,7 +9,7 @@ import { kindOf } from '../../src/channels/kinds.js';
 import { deliverJobId, QUEUE_NAMES } from '../../src/runtime/queues.js';
 import { JOB_LOCK_MS, JOBS } from '../../src/pipeline/workers.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { runSweep } from '../../src/pipeline/sweep.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import {

@@ -4,7 +4,7 @@ import { queryRows } from '../../src/db/client.js';
 import { evaluateHealth, httpStatusFor } from '../../src/ops/health.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 import type { ReceivedMail } from '../support/smtp-sink.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { MAX_DELIVERY_ATTEMPTS } from '../../src/domain/retry.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { deliverOne, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 

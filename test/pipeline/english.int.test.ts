@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { v1Alert, v7Warning } from '../../src/simulator/index.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 

@@ -6,7 +6,7 @@ import { runCheck } from '../../src/pipeline/check-location.js';
 import { CycleCounter } from '../../src/pipeline/cycle-counters.js';
 import { QuietChecks } from '../../src/pipeline/quiet-check.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
 import { waitForLockWait, writeBeforeFirstTransaction } from '../support/db.js';
 import { newCycle, startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { withTimeout } from '../../src/ops/with-timeout.js';
 import { runCheckPoint } from '../../src/pipeline/check-point.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { v1Alert } from '../../src/simulator/index.js';
 import { waitForLockWait, writeBeforeFirstTransaction } from '../support/db.js';
 import { newCycle } from '../support/pipeline.js';

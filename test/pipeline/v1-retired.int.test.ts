@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import type { UpstreamMonitor } from '../../src/ops/upstream.js';
 import { runPoll } from '../../src/pipeline/poll.js';
-import type { Runtime } from '../../src/pipeline/runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 
 /**

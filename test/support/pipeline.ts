@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { queryRows, type Db } from '../../src/db/client.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { UpstreamMonitor } from '../../src/ops/upstream.js';
-import { createRuntime, type Runtime } from '../../src/pipeline/runtime.js';
+import { createRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import { deletePrefixKeys } from '../../src/runtime/queues.js';
 import type { PipelineContext } from '../../src/runtime/context.js';
 import { SHOWN_STATUS } from '../../src/ledger/list.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { queryRows } from '../../../src/db/client.js';
-import type { Runtime } from '../../../src/pipeline/runtime.js';
+import type { Runtime } from '../../../src/runtime/runtime.js';
 import { messageIdFor } from '../../../src/channels/email.js';
 import { runSweep } from '../../../src/pipeline/sweep.js';
 import { pointAt } from '../../../src/domain/points.js';

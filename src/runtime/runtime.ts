@@ -9,9 +9,9 @@ import { registerSecret, type Logger } from '../logger.js';
 import { OutageLog } from '../ops/outage-log.js';
 import { createClientFromConfig } from '../qweather/client.js';
 import { legacyHostWarning } from '../qweather/hosts.js';
-import type { JobObserver, PipelineContext, UpstreamGate } from '../runtime/context.js';
+import type { JobObserver, PipelineContext, UpstreamGate } from './context.js';
 import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
-import { createQueues, createRedis } from '../runtime/queues.js';
+import { createQueues, createRedis } from './queues.js';
 import type { Redis } from 'ioredis';
 
 export interface Runtime {
