@@ -1,9 +1,12 @@
-import type { Channel } from '../channels/kinds.js';
 import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
-import type { EventType, TrackedState } from '../domain/detect.js';
+import type { TrackedState } from '../domain/detect.js';
 import { subscriptionPointKeys, type Point, type V1PointsMode } from '../domain/points.js';
-import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from '../ledger/index.js';
+import {
+  SUBSCRIBER_DELIVERY_COLUMNS,
+  SUBSCRIBER_RECEIVES,
+  type SubscriptionRow,
+} from '../ledger/index.js';
 import type { Tx } from '../db/client.js';
 
 /**
@@ -13,15 +16,8 @@ import type { Tx } from '../db/client.js';
  */
 
 /** A subscription at a point, with what its notification needs of its subscriber. */
-export interface PointSubscriptionRow {
-  subscriber_id: string;
+export interface PointSubscriptionRow extends SubscriptionRow {
   place_id: string;
-  channel: Channel;
-  scheduled: boolean;
-  cycle_only: boolean;
-  min_level: string | null;
-  types: string[] | null;
-  events: EventType[] | null;
   points: string[] | null;
   country: string | null;
   lat: number | null;
