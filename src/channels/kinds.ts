@@ -86,6 +86,9 @@ export const CHANNEL_KINDS: Readonly<Record<Channel, ChannelKind>> = {
 /** Every channel, in the order their first attempts are enqueued. */
 export const CHANNELS: readonly Channel[] = ['webhook', 'robot', 'email'];
 
+/** Every channel, in the order listings and the demo show them. */
+export const CHANNELS_SHOWN: readonly Channel[] = ['email', 'webhook', 'robot'];
+
 export const kindOf = (channel: Channel): ChannelKind => CHANNEL_KINDS[channel];
 
 /** The channel of a subscriber: the one of its addresses that is set. */

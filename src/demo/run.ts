@@ -1,4 +1,4 @@
-import { CHANNELS, subscriberChannelSql } from '../channels/kinds.js';
+import { CHANNELS_SHOWN, subscriberChannelSql } from '../channels/kinds.js';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
@@ -387,7 +387,7 @@ function printSummary(print: (line: string) => void, report: DemoReport): void {
   for (const line of eventTable.split('\n')) print(`    ${line}`);
   print('');
   print('  deliveries by channel and status');
-  const channels = [...CHANNELS].sort().map((channel) => ({
+  const channels = CHANNELS_SHOWN.map((channel) => ({
     channel,
     counts: Object.fromEntries(
       STATUSES.map((s) => [

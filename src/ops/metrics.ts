@@ -1,4 +1,4 @@
-import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
+import { CHANNELS_SHOWN, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import { sql } from 'drizzle-orm';
 import { EVENT_TYPES } from '../domain/detect.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -191,7 +191,7 @@ export class OpsMetrics implements JobObserver {
       labelNames: ['channel'],
       registers,
       collect() {
-        for (const channel of CHANNELS) {
+        for (const channel of CHANNELS_SHOWN) {
           if (emailPause && kindOf(channel).pausable) {
             this.set({ channel }, emailPause.snapshot().paused ? 1 : 0);
           }
@@ -238,7 +238,7 @@ export class OpsMetrics implements JobObserver {
     for (const kind of UPSTREAM_ERROR_KINDS) this.upstreamErrors.inc({ kind }, 0);
     this.recordsSkipped.inc(0);
     for (const type of EVENT_TYPES) this.events.inc({ type }, 0);
-    for (const channel of CHANNELS) {
+    for (const channel of CHANNELS_SHOWN) {
       for (const outcome of DELIVERY_OUTCOMES) this.deliveries.inc({ channel, outcome }, 0);
     }
   }
@@ -277,7 +277,7 @@ export class OpsMetrics implements JobObserver {
     for (const outcome of DELIVERY_OUTCOMES) {
       const counts = result[outcome];
       if (!isRecord(counts)) continue;
-      for (const channel of CHANNELS) {
+      for (const channel of CHANNELS_SHOWN) {
         const n = counts[channel];
         if (typeof n === 'number' && n > 0) this.deliveries.inc({ channel, outcome }, n);
       }
@@ -390,7 +390,7 @@ export class OpsMetrics implements JobObserver {
             FROM subscribers u WHERE disabled_reason IS NOT NULL GROUP BY 1`,
       ),
     );
-    for (const channel of CHANNELS) {
+    for (const channel of CHANNELS_SHOWN) {
       this.subscribersDisabled.set({ channel }, rows.find((r) => r.channel === channel)?.n ?? 0);
     }
   }

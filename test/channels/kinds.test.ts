@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CHANNEL_KINDS,
   CHANNELS,
+  CHANNELS_SHOWN,
   channelOfAddress,
   channelsWhere,
   kindOf,
@@ -38,6 +39,7 @@ describe('the channels and their traits', () => {
 
   it('names every channel once, each with its own address column', () => {
     expect([...CHANNELS].sort()).toEqual(Object.keys(CHANNEL_KINDS).sort());
+    expect([...CHANNELS_SHOWN].sort()).toEqual([...CHANNELS].sort());
     const columns = CHANNELS.map((c) => kindOf(c).addressColumn);
     expect(new Set(columns).size).toBe(CHANNELS.length);
     for (const c of CHANNELS) expect(kindOf(c).name).toBe(c);
