@@ -222,7 +222,8 @@ async function applyQuietCheck(
   let seen: string[] = [];
   if (fetch.ok && !isStale(place.last_fetched_at, fetchStartedAt)) {
     const detected = detectChanges({ tracked, fetch, now, cycleStartedAt, settings });
-    if (detected.events.length > 0 || detected.changes.length > 0) return { read };
+    if (detected.events.length > 0 || detected.changes.length > 0)
+      return { read: { ...read, detected } };
     seen = detected.seen;
   }
   const applied = await checks.write({
@@ -316,12 +317,17 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
             const windowStart = new Date(now.getTime() - settings.reappearWindowMs);
             // Every check that writes a place's warnings updates its row in the same transaction,
             // so the same row version means the same tracked warnings as the unlocked read saw:
-            // a storm's checks save that second read.
-            const tracked =
-              quiet.read && place && quiet.read.version === place.version
-                ? quiet.read.tracked
-                : await readTracked(tx, placeId, windowStart);
-            const detected = detectChanges({ tracked, fetch, now, cycleStartedAt, settings });
+            // a storm's checks save that second read, and the detection it made of this answer.
+            const read = quiet.read && quiet.read.version === place?.version ? quiet.read : null;
+            const detected =
+              read?.detected ??
+              detectChanges({
+                tracked: read ? read.tracked : await readTracked(tx, placeId, windowStart),
+                fetch,
+                now,
+                cycleStartedAt,
+                settings,
+              });
             created = await writeDetection(tx, { cycleId, placeId, detection: detected, now });
             result.deliveries = created.count;
             for (const e of detected.events) result.events[e.type] += 1;

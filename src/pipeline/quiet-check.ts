@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { GroupCommit } from '../runtime/group-commit.js';
-import type { TrackedWarning } from '../domain/detect.js';
+import type { DetectResult, TrackedWarning } from '../domain/detect.js';
 import type { WarningRow } from './warning-store.js';
 
 /**
@@ -116,6 +116,11 @@ export interface CheckedRow {
 export interface UnlockedRead {
   version: string;
   tracked: TrackedWarning[];
+  /**
+   * What the unlocked read detected in the answer (v7's places): the same row version and the
+   * same answer detect the same, so the locked check takes it rather than detecting again.
+   */
+  detected?: DetectResult;
 }
 
 /**
