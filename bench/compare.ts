@@ -115,7 +115,7 @@ const ROWS: readonly [string, keyof Figures, number][] = [
   ['wall (s)', 'wallSeconds', 1],
 ];
 
-export function formatComparison(
+function formatComparison(
   sha: string,
   theirs: readonly Map<string, Figures>[],
   ours: readonly Map<string, Figures>[],

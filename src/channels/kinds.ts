@@ -40,6 +40,8 @@ export interface ChannelKind {
   readonly pausable: boolean;
   /** Whether its sends share the mail pool's connections (`emailSendShare`). */
   readonly pooled: boolean;
+  /** The setting without which it cannot send at all (`qwn test-send` names it). */
+  readonly requiredSetting: 'SMTP_URL' | null;
   /** Whether a message too long for the receiving end is split before it is sent. */
   readonly splitsOversized: boolean;
 }
@@ -55,6 +57,7 @@ export const CHANNEL_KINDS: Readonly<Record<Channel, ChannelKind>> = {
     ownedFirstAttempt: true,
     pausable: true,
     pooled: true,
+    requiredSetting: 'SMTP_URL',
     splitsOversized: false,
   },
   webhook: {
@@ -67,6 +70,7 @@ export const CHANNEL_KINDS: Readonly<Record<Channel, ChannelKind>> = {
     ownedFirstAttempt: true,
     pausable: false,
     pooled: false,
+    requiredSetting: null,
     splitsOversized: false,
   },
   robot: {
@@ -79,6 +83,7 @@ export const CHANNEL_KINDS: Readonly<Record<Channel, ChannelKind>> = {
     ownedFirstAttempt: false,
     pausable: false,
     pooled: false,
+    requiredSetting: null,
     splitsOversized: true,
   },
 };

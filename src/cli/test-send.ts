@@ -43,8 +43,9 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
       );
     }
     const channel = channelOfAddress(sub);
-    if (kindOf(channel).pooled && !config.smtpUrl) {
-      throw new MissingSettingError('SMTP_URL is not set');
+    const required = kindOf(channel).requiredSetting;
+    if (required === 'SMTP_URL' && !config.smtpUrl) {
+      throw new MissingSettingError(`${required} is not set`);
     }
     const now = ctx.now();
     const id = randomUUID();
