@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { eq, inArray, or, sql } from 'drizzle-orm';
 import { parseDocument, visit } from 'yaml';
 import { robotCredential } from '../channels/robot-identity.js';
-import type { Db } from '../db/client.js';
+import { transaction, type Db } from '../db/client.js';
 import { places, subscribers, subscriptions } from '../db/schema.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
 import { pointAt } from '../domain/points.js';
@@ -207,7 +207,7 @@ export async function applySeed(
   }
 
   const namesEn = await englishPlaceNames(deps, planned);
-  const result = await deps.db.transaction(async (tx) => {
+  const result = await transaction(deps.db, async (tx) => {
     // Two seeds at once would race between reading a subscriber and writing it.
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${SEED_LOCK_KEY})`);
     const plan = await planChanges(tx, planned, resubscribe);

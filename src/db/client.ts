@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import * as schema from './schema.js';
 
@@ -53,6 +53,8 @@ export function openPostgres(url: string, options: OpenOptions = {}): Database {
     client.on('error', () => undefined);
   });
   const db = drizzlePg(pool, { schema }) as unknown as Db;
+  pools.set(db, pool);
+  namedRunners.set(db, runNamedOn(pool));
   return {
     db,
     kind: 'pg',
@@ -97,38 +99,80 @@ export async function queryRows<T>(db: Db, query: ReturnType<typeof sql>): Promi
   return (result as { rows: T[] }).rows;
 }
 
-/** The two drizzle internals a named statement needs (present on both drivers' databases). */
-interface DrizzleInternals {
-  dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } };
-  session: {
-    prepareQuery(
-      query: { sql: string; params: unknown[] },
-      fields: undefined,
-      name: string,
-      isResponseInArrayMode: false,
-    ): { execute(): Promise<unknown> };
-  };
+/** A transaction of `Db`: what `transaction` hands its work. */
+export type Tx = Db;
+
+/**
+ * Postgres types whose text qwn reads as it comes (timestamps, dates, intervals and their
+ * arrays, numeric arrays): the same parsing as drizzle's raw queries, so `queryPrepared` and
+ * `queryRows` give one statement the same row.
+ */
+const TEXT_AS_IS = new Set([1082, 1114, 1184, 1186, 1115, 1182, 1185, 1187, 1231]);
+const READ_AS_IS = (text: string): string => text;
+const ROW_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    TEXT_AS_IS.has(oid)
+      ? READ_AS_IS
+      : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+type RunNamed = (query: { name: string; text: string; values: unknown[] }) => Promise<unknown[]>;
+
+/** How each node-postgres database (the pool, or one transaction's client) runs a named statement. */
+const namedRunners = new WeakMap<Db, RunNamed>();
+const pools = new WeakMap<Db, pg.Pool>();
+
+function runNamedOn(queryable: pg.Pool | pg.PoolClient): RunNamed {
+  return async ({ name, text, values }) =>
+    (await queryable.query({ name, text, values, types: ROW_TYPES })).rows as unknown[];
 }
 
+/**
+ * Runs `work` in one transaction. On node-postgres the transaction holds its own pool client,
+ * so the statements in it can be named prepared statements (`queryPrepared`); PGlite, the
+ * demo's embedded database, runs drizzle's own transaction.
+ */
+export async function transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  const pool = pools.get(db);
+  if (!pool) return db.transaction((tx) => work(tx as unknown as Tx));
+  const client = await pool.connect();
+  const tx = drizzlePg(client) as unknown as Tx;
+  namedRunners.set(tx, runNamedOn(client));
+  // A client whose ROLLBACK failed is in no known state: it leaves the pool.
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await work(tx);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+      broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+    });
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+const dialect = new PgDialect();
 const statementNames = new Map<string, string>();
 
 /**
  * `queryRows` as a named prepared statement: each connection parses and plans it once, not on
  * every run. For the statements a storm or a quiet cycle runs thousands of times, where the
  * planning of their CTEs was a visible share of Postgres's CPU. The name derives from the text,
- * so two statements can never share one.
+ * so two statements can never share one. PGlite has no named statements: there it is
+ * `queryRows`.
  */
 export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
-  const { dialect, session } = db as unknown as DrizzleInternals;
+  const run = namedRunners.get(db);
+  if (!run) return queryRows<T>(db, query);
   const built = dialect.sqlToQuery(query);
   let name = statementNames.get(built.sql);
   if (!name) {
     name = `qwn_${createHash('sha1').update(built.sql).digest('hex').slice(0, 20)}`;
     statementNames.set(built.sql, name);
   }
-  const result = await session.prepareQuery(built, undefined, name, false).execute();
-  return (result as { rows: T[] }).rows;
+  return (await run({ name, text: built.sql, values: built.params })) as T[];
 }
-
-/** A transaction of `Db`, as `db.transaction(async (tx) => …)` hands it over. */
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { queryRows, type Db } from '../db/client.js';
+import { queryRows, transaction, type Db } from '../db/client.js';
 import { carriedBy } from './lookups.js';
 
 /**
@@ -40,7 +40,7 @@ export function pruneFinishedNotifications(
   cut: Date,
   batch: number,
 ): Promise<Record<string, number>> {
-  return db.transaction(async (tx) => {
+  return transaction(db, async (tx) => {
     await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${RETENTION_LOCK}, 0))`);
     const [row] = await queryRows<{ deliveries: number; messages: number }>(
       tx,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryRows } from '../db/client.js';
+import { queryRows, transaction } from '../db/client.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { enqueueFirstAttempts, firstAttemptJob, removeHeldJobs } from './dispatch.js';
 import { createdInCycle, IN_COLLECTING_MESSAGE } from './lookups.js';
@@ -25,7 +25,7 @@ export async function releaseCycleMessages(ctx: PipelineContext, cycleId: string
   // grouped emails released one job each cost their own Redis round trips per message. The
   // batch job's id goes on the message, so the sweeper asks that job before requeueing.
   const now = ctx.now();
-  const released = await ctx.db.transaction(async (tx) => {
+  const released = await transaction(ctx.db, async (tx) => {
     // Waits for every check still adding to the cycle's messages (they hold the row FOR KEY
     // SHARE, which an update of the row alone would not wait for); a check that comes after
     // finds it released.

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { queryRows, type Db } from '../db/client.js';
+import { queryRows, transaction, type Db } from '../db/client.js';
 import { JOIN_MARGIN_MS } from '../domain/schedule.js';
 import type { Hold } from '../domain/schedule.js';
 import { carriedBy } from './lookups.js';
@@ -101,7 +101,7 @@ export async function splitIntoFollowUp(
   followUp: string,
   ids: readonly string[],
 ): Promise<Set<string>> {
-  return db.transaction(async (tx) => {
+  return transaction(db, async (tx) => {
     await tx.execute(sql`
       INSERT INTO messages (id, subscriber_id, channel, status, hold, next_attempt_at,
         created_at, updated_at)
@@ -136,7 +136,7 @@ export async function waitForRobotSlot(
   waitMs: number,
   why: string,
 ): Promise<{ joined: string } | { attempts: number } | null> {
-  return db.transaction(async (tx) => {
+  return transaction(db, async (tx) => {
     await tx.execute(sql`
       SELECT pg_advisory_xact_lock(hashtextextended(${MESSAGE_LOCK}::text || ${message.subscriberId}::text, 0))`);
     // Never posted, nor tried: not sent before a redelivery, no failed attempt that may have

@@ -2,7 +2,7 @@ import { CHANNELS_SHOWN, kindOf, subscriberChannelSql } from '../channels/kinds.
 import { sql } from 'drizzle-orm';
 import { EVENT_TYPES } from '../domain/detect.js';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { queryRows, type Db } from '../db/client.js';
+import { queryRows, transaction, type Db } from '../db/client.js';
 import type { PauseSnapshot } from '../channels/channel-pause.js';
 import type { Logger } from '../logger.js';
 import type { JobObserver } from '../runtime/context.js';
@@ -364,7 +364,7 @@ export class OpsMetrics implements JobObserver {
     const [row] = await withTimeout(
       'Postgres',
       SCRAPE_STEP_TIMEOUT_MS,
-      db.transaction(async (tx) => {
+      transaction(db, async (tx) => {
         // The plan's estimate (a read per event of a cycle the size of the average one) is above
         // jit_above_cost: compiling it took 30 ms of a read that runs in 0.2 ms.
         await tx.execute(sql`SET LOCAL jit = off`);

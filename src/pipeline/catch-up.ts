@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { queryPrepared } from '../db/client.js';
+import { queryPrepared, transaction, type Tx } from '../db/client.js';
 import { chainOf } from '../domain/detect.js';
 import { filterAccepts } from '../domain/filters.js';
 import { subscriptionPointKeys } from '../domain/points.js';
@@ -58,7 +58,7 @@ export async function catchUpLateJoiners(
   const told = NOTHING_INSERTED();
   for (let batch = 0; ; batch += 1) {
     const now = ctx.now();
-    const result = await ctx.db.transaction((tx) =>
+    const result = await transaction(ctx.db, (tx) =>
       catchUpBatch(tx, { ...input, batch, now, mode: ctx.config.qweather.v1Points }),
     );
     await enqueueInserted(ctx, result.inserted, now);
@@ -75,7 +75,6 @@ export async function catchUpLateJoiners(
   }
 }
 
-type Tx = Parameters<Parameters<PipelineContext['db']['transaction']>[0]>[0];
 
 async function catchUpBatch(
   tx: Tx,

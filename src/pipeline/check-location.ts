@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryPrepared, type Tx } from '../db/client.js';
+import { queryPrepared, transaction, type Tx } from '../db/client.js';
 import {
   detectChanges,
   type DetectSettings,
@@ -295,7 +295,7 @@ export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Pro
   const outcome =
     'outcome' in quiet
       ? quiet.outcome
-      : await ctx.db.transaction(async (tx) => {
+      : await transaction(ctx.db, async (tx) => {
           // Serializes checks of one place and writes its bookkeeping (`lockCheckedRow`).
           const [place] = await queryPrepared<{
             version: string;

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { queryPrepared, type Tx } from '../db/client.js';
+import { queryPrepared, transaction, type Tx } from '../db/client.js';
 import {
   detectChanges,
   NO_EVENTS,
@@ -428,7 +428,7 @@ export async function runCheckPoint(
   const outcome =
     'outcome' in quiet
       ? quiet.outcome
-      : await ctx.db.transaction(async (tx) => {
+      : await transaction(ctx.db, async (tx) => {
           const row = await lockPoint(tx, {
             cycleId,
             point,
