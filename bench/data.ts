@@ -87,7 +87,7 @@ export type BenchSource = 'v7' | 'v1';
 
 /**
  * Who is owed a warning checked at each key: by place for v7; by point for v1, where a
- * subscriber watching several places at one point is told once (src/pipeline/check-point.ts).
+ * subscriber watching several places at one point is told once (src/detection/apply-check.ts).
  * The points are the poll's own (`subscriptionPointKeys`: the bench's subscriptions store
  * none, so each watches its place's coordinates).
  */

@@ -264,7 +264,7 @@ async function waitForChecks(env: ScenarioEnv, what: string, cycleId: string) {
  * v1 only, before the storm, not measured: a cycle with no alerts anywhere, in which each
  * watched point gets its row and takes over v7's open warnings (none here), as the points of a
  * deployment did long ago. The storm then measures checks, not first adoptions, which take the
- * point's lock whatever the answer (src/pipeline/check-point.ts).
+ * point's lock whatever the answer (src/detection/apply-check.ts).
  */
 export async function adoptV1Points(env: ScenarioEnv): Promise<void> {
   env.sim.clearWarnings();

@@ -108,7 +108,7 @@ export interface Config {
     readonly apiKey: string | undefined;
     readonly keyTransport: 'query' | 'header';
     readonly jwt: JwtCredentials | undefined;
-    /** `auto`: v7 while QWeather serves it, then v1 for good (src/pipeline/upstream-source.ts). */
+    /** `auto`: v7 while QWeather serves it, then v1 for good (src/detection/upstream-source.ts). */
     readonly alertSource: 'auto' | 'v7' | 'v1';
     /** How subscriptions become v1 points (src/domain/points.ts). */
     readonly v1Points: 'exact' | 'place';

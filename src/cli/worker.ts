@@ -8,7 +8,7 @@ import { checkEvictionPolicy } from '../ops/redis-policy.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
 import { DELIVER_QUEUES } from '../runtime/queues.js';
 import { fitPollToBudget } from '../pipeline/poll-budget.js';
-import { currentSource } from '../pipeline/upstream-source.js';
+import { currentSource } from '../detection/upstream-source.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import {
   ensureRecurring,

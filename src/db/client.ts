@@ -53,8 +53,6 @@ export function openPostgres(url: string, options: OpenOptions = {}): Database {
     client.on('error', () => undefined);
   });
   const db = drizzlePg(pool, { schema }) as unknown as Db;
-  pools.set(db, pool);
-  namedRunners.set(db, runNamedOn(pool));
   return {
     db,
     kind: 'pg',
@@ -116,15 +114,13 @@ const ROW_TYPES: pg.CustomTypesConfig = {
       : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser'],
 };
 
-type RunNamed = (query: { name: string; text: string; values: unknown[] }) => Promise<unknown[]>;
-
-/** How each node-postgres database (the pool, or one transaction's client) runs a named statement. */
-const namedRunners = new WeakMap<Db, RunNamed>();
-const pools = new WeakMap<Db, pg.Pool>();
-
-function runNamedOn(queryable: pg.Pool | pg.PoolClient): RunNamed {
-  return async ({ name, text, values }) =>
-    (await queryable.query({ name, text, values, types: ROW_TYPES })).rows as unknown[];
+/**
+ * The node-postgres pool or client a database runs on, through drizzle's public `$client`:
+ * the pool, or the client of one of qwn's transactions. Null on PGlite.
+ */
+function pgQueryable(db: Db): pg.Pool | pg.Client | null {
+  const client = (db as { $client?: unknown }).$client;
+  return client instanceof pg.Pool || client instanceof pg.Client ? client : null;
 }
 
 /**
@@ -133,11 +129,10 @@ function runNamedOn(queryable: pg.Pool | pg.PoolClient): RunNamed {
  * demo's embedded database, runs drizzle's own transaction.
  */
 export async function transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
-  const pool = pools.get(db);
-  if (!pool) return db.transaction((tx) => work(tx as unknown as Tx));
+  const pool = pgQueryable(db);
+  if (!(pool instanceof pg.Pool)) return db.transaction((tx) => work(tx as unknown as Tx));
   const client = await pool.connect();
   const tx = drizzlePg(client) as unknown as Tx;
-  namedRunners.set(tx, runNamedOn(client));
   // A client whose ROLLBACK failed is in no known state: it leaves the pool.
   let broken: Error | undefined;
   try {
@@ -166,13 +161,19 @@ const statementNames = new Map<string, string>();
  * `queryRows`.
  */
 export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
-  const run = namedRunners.get(db);
-  if (!run) return queryRows<T>(db, query);
+  const queryable = pgQueryable(db);
+  if (!queryable) return queryRows<T>(db, query);
   const built = dialect.sqlToQuery(query);
   let name = statementNames.get(built.sql);
   if (!name) {
     name = `qwn_${createHash('sha1').update(built.sql).digest('hex').slice(0, 20)}`;
     statementNames.set(built.sql, name);
   }
-  return (await run({ name, text: built.sql, values: built.params })) as T[];
+  const result = await queryable.query({
+    name,
+    text: built.sql,
+    values: built.params,
+    types: ROW_TYPES,
+  });
+  return result.rows as T[];
 }

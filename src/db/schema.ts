@@ -56,7 +56,7 @@ export const places = pgTable(
     check('places_name_present', sql`length(btrim(${t.name})) > 0`),
     check('places_lat_range', sql`${t.lat} IS NULL OR ${t.lat} BETWEEN -90 AND 90`),
     check('places_lon_range', sql`${t.lon} IS NULL OR ${t.lon} BETWEEN -180 AND 180`),
-    // The places at a v1 point (`subscriptionsNear`, src/pipeline/check-point.ts). Checks never
+    // The places at a v1 point (`subscriptionsNear`, src/detection/point-subject.ts). Checks never
     // change coordinates, so their bookkeeping updates stay HOT.
     index('places_coordinates_idx').on(t.lat, t.lon),
   ],
@@ -249,7 +249,7 @@ export const alertPoints = pgTable(
     lastCycleId: uuid('last_cycle_id'),
     /**
      * When the point took over the warnings still open from v7 at the places watching it
-     * (src/pipeline/handover.ts): null until its first applied v1 check.
+     * (src/detection/adopt-v7.ts): null until its first applied v1 check.
      */
     v7AdoptedAt: tstz('v7_adopted_at'),
     createdAt: tstz('created_at').notNull().defaultNow(),
@@ -428,7 +428,7 @@ export const events = pgTable(
     // Retention finds old events by age (src/pipeline/retention.ts).
     index('events_detected_idx').on(t.detectedAt),
     // A v1 check asks whether another point reported its alerts this cycle (`reportedElsewhere`,
-    // src/pipeline/check-point.ts): by cycle alone, it read every event of the cycle so far.
+    // src/detection/point-subject.ts): by cycle alone, it read every event of the cycle so far.
     index('events_warning_idx').on(t.warningId),
     check('events_type', sql`${t.type} IN (${EVENT_TYPE_SQL})`),
   ],

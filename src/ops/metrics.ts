@@ -89,7 +89,7 @@ export interface MetricsSources {
   /** Cycles that finished before this are someone else's history. */
   readonly startedAt?: Date;
   readonly defaultMetrics?: boolean;
-  /** The warning API the deployment polls now (src/pipeline/upstream-source.ts). */
+  /** The warning API the deployment polls now (src/detection/upstream-source.ts). */
   readonly upstreamSource?: () => Promise<'v7' | 'v1'>;
   /** The email channel's pause in this process (src/channels/channel-pause.ts). */
   readonly emailPause?: { snapshot(): PauseSnapshot };

@@ -18,8 +18,8 @@ import {
   type SubscriptionRow,
   toldOf,
 } from '../ledger/index.js';
-import type { PolledSource } from './upstream-source.js';
-import type { WarningRow } from './warning-store.js';
+import type { PolledSource } from '../detection/upstream-source.js';
+import type { WarningRow } from '../detection/warning-store.js';
 
 /**
  * Late joiners (README, promises): a subscription made, widened or brought back while warnings are
@@ -74,7 +74,6 @@ export async function catchUpLateJoiners(
     if (result.subscriptions < BATCH) return told;
   }
 }
-
 
 async function catchUpBatch(
   tx: Tx,

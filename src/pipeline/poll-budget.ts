@@ -1,8 +1,8 @@
 import { v1IntervalSeconds } from '../domain/plan.js';
 import type { Logger } from '../logger.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { watchedPoints } from './poll-points.js';
-import { currentSource } from './upstream-source.js';
+import { watchedPoints } from '../detection/poll-points.js';
+import { currentSource } from '../detection/upstream-source.js';
 import { schedulePoll, scheduledPollSeconds } from './workers.js';
 
 /**

@@ -7,9 +7,9 @@ import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { DeprecatedEndpointError } from '../qweather/errors.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { catchUpLateJoiners } from './catch-up.js';
-import { logSkippedRecords } from './check-outcome.js';
+import { logSkippedRecords } from '../detection/check-outcome.js';
 import { releaseCycleMessages } from '../ledger/index.js';
-import { pointsToCheck } from './poll-points.js';
+import { pointsToCheck } from '../detection/poll-points.js';
 import { checkJobId } from '../runtime/queues.js';
 import {
   clearRetirementEvidence,
@@ -17,7 +17,7 @@ import {
   isV7Retirement,
   weighRetirement,
   type PolledSource,
-} from './upstream-source.js';
+} from '../detection/upstream-source.js';
 
 export const POLL_JOB = 'poll';
 
@@ -174,7 +174,7 @@ export async function runPoll(
   });
 }
 
-/** The v1 side of a cycle: no list; every watched point is checked (src/pipeline/poll-points.ts). */
+/** The v1 side of a cycle: no list; every watched point is checked (src/detection/poll-points.ts). */
 async function pollPoints(
   ctx: PipelineContext,
   log: Logger,

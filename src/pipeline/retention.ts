@@ -99,7 +99,7 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
   },
   {
     // Not by age: a point leaves as soon as no subscription watches it. A cycle that runs
-    // meanwhile puts a point it still needs back (src/pipeline/poll-points.ts).
+    // meanwhile puts a point it still needs back (src/detection/poll-points.ts).
     table: 'alert_points',
     prune: async (db, _cut, batch) => {
       // v7 keeps no points: do not read every subscription every sweep to find none.

@@ -3,9 +3,8 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { isConnectionError } from '../ops/outage-log.js';
 import type { PipelineContext } from '../runtime/context.js';
-import { checkPayload, runCheck } from './check-location.js';
-import { checkPointPayload, runCheckPoint } from './check-point.js';
-import { countFailedCheck } from './cycle-counters.js';
+import { checkPayload, runCheck } from './check.js';
+import { countFailedCheck } from '../detection/cycle-counters.js';
 import { releaseCycleMessages, releasePayload, deliverPayload } from '../ledger/index.js';
 import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
 import { runDeliver } from './deliver.js';
@@ -57,13 +56,13 @@ export const JOBS: Record<QueueName, JobDefinition<z.ZodType>> = {
         : // A scheduler job's id is stable across its retries: the cycle it opens is reused.
           runPoll(ctx, { jobKey: p.jobKey ?? job.id }),
   }),
-  // A place (v7) or a watched point (v1, src/pipeline/check-point.ts): one job kind, "check
+  // A place (v7) or a watched point (v1, src/detection/point-subject.ts): one job kind, "check
   // what is watched", sharing the queue's rate limit, which is the upstream's QPM budget.
   check: define({
-    payload: z.union([checkPayload, checkPointPayload]),
+    payload: checkPayload,
     run: async (ctx, p, job) => {
       try {
-        return 'pointId' in p ? await runCheckPoint(ctx, p) : await runCheck(ctx, p);
+        return await runCheck(ctx, p);
       } catch (err) {
         if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
           // A check that failed for good (the database kept failing) still counts for its

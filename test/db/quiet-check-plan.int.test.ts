@@ -7,7 +7,7 @@ import {
   quietWrites,
   type CheckedTable,
   type QuietWriteRequest,
-} from '../../src/pipeline/quiet-check.js';
+} from '../../src/detection/quiet-check.js';
 import { useSqlClient } from '../support/db.js';
 import { accessPaths, genericPlan, type PlanNode } from '../support/plans.js';
 
@@ -31,7 +31,7 @@ async function runNamed<T extends pg.QueryResultRow>(
 
 /**
  * Every place of every quiet cycle goes through these two statements, many checks in each
- * (src/pipeline/quiet-check.ts), as named prepared statements. Postgres plans such a statement
+ * (src/detection/quiet-check.ts), as named prepared statements. Postgres plans such a statement
  * with its parameters for the first five runs, then keeps the generic plan unless it costs more
  * than those did; a plan that costs an array of unknown length dearly is planned anew on every
  * run (docs/benchmarks-history.md item 51), and one that hashes a table reads all of it on every

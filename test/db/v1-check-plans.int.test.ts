@@ -1,8 +1,8 @@
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
 import { pointAt } from '../../src/domain/points.js';
-import { reportedElsewhere } from '../../src/pipeline/check-point.js';
-import { subscriptionsNear } from '../../src/pipeline/point-subscriptions.js';
+import { pointSubject } from '../../src/detection/point-subject.js';
+import { subscriptionsNear } from '../../src/detection/point-subscriptions.js';
 import { useSqlClient } from '../support/db.js';
 import { accessPaths, genericPlan, scannedWhole, type PlanNode } from '../support/plans.js';
 
@@ -101,7 +101,10 @@ describe("a v1 check's lookups", () => {
     );
     await client.query('ANALYZE events');
     const built = new PgDialect().sqlToQuery(
-      reportedElsewhere(cycleId, '31.5,120.5', ['V1ALERT11', 'V1ALERT12']),
+      pointSubject(pointAt(31.5, 120.5)!, 'place').reportedElsewhere(cycleId, [
+        'V1ALERT11',
+        'V1ALERT12',
+      ])!,
     );
     const explained = await client.query<{ 'QUERY PLAN': [{ Plan: BufferedNode }] }>(
       `EXPLAIN (FORMAT JSON) ${built.sql}`,

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applySeed, parseSeedText, SeedError } from '../../src/admin/seed.js';
 import { queryRows } from '../../src/db/client.js';
 import { createLogger } from '../../src/logger.js';
-import { runCheck } from '../../src/pipeline/check-location.js';
+import { runCheck } from '../../src/pipeline/check.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { createQWeatherClient, type QWeatherClient } from '../../src/qweather/client.js';
 import { v7Warning, type V7WarningRecord } from '../../src/simulator/index.js';

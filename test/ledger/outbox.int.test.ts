@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { redeliver } from '../../src/ledger/redeliver.js';
 import { getDeliveries } from '../../src/ledger/list.js';
 import { queryRows } from '../../src/db/client.js';
-import { runCheck } from '../../src/pipeline/check-location.js';
+import { runCheck } from '../../src/pipeline/check.js';
 import { runDeliver } from '../../src/pipeline/deliver.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import type { Runtime } from '../../src/runtime/runtime.js';

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import type { UpstreamMonitor } from '../../src/ops/upstream.js';
-import { runCheck } from '../../src/pipeline/check-location.js';
+import { runCheck } from '../../src/pipeline/check.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { startPipelineHarness, type PipelineHarness } from '../support/pipeline.js';
 

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { runCheck } from '../../src/pipeline/check-location.js';
+import { runCheck } from '../../src/pipeline/check.js';
 import type { PipelineContext } from '../../src/runtime/context.js';
 import { runPoll } from '../../src/pipeline/poll.js';
 import { runSweep } from '../../src/pipeline/sweep.js';

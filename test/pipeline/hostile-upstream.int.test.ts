@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { runCheck } from '../../src/pipeline/check-location.js';
+import { runCheck } from '../../src/pipeline/check.js';
 import { runCycleOnce, type CycleSummary } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { v1Alert, v7Warning } from '../../src/simulator/index.js';

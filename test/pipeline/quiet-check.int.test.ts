@@ -2,9 +2,9 @@ import { sql, type SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryPrepared, queryRows } from '../../src/db/client.js';
-import { runCheck } from '../../src/pipeline/check-location.js';
-import { CycleCounter } from '../../src/pipeline/cycle-counters.js';
-import { QuietChecks } from '../../src/pipeline/quiet-check.js';
+import { runCheck } from '../../src/pipeline/check.js';
+import { CycleCounter } from '../../src/detection/cycle-counters.js';
+import { QuietChecks } from '../../src/detection/quiet-check.js';
 import { runCycleOnce } from '../../src/pipeline/run-once.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { v7Warning } from '../../src/simulator/index.js';
@@ -13,7 +13,7 @@ import { newCycle, startPipelineHarness, type PipelineHarness } from '../support
 
 /**
  * A check whose answer changes nothing writes its bookkeeping without the place lock, in one
- * statement that applies only to the place row it read (src/pipeline/check-location.ts). The
+ * statement that applies only to the place row it read (src/detection/apply-check.ts, `checkQuietly`). The
  * cycle counters of many checks go out together (CycleCounter).
  */
 describe('quiet checks and cycle counters', () => {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { withTimeout } from '../../src/ops/with-timeout.js';
-import { runCheckPoint } from '../../src/pipeline/check-point.js';
+import { runCheck } from '../../src/pipeline/check.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { v1Alert } from '../../src/simulator/index.js';
 import { waitForLockWait, writeBeforeFirstTransaction } from '../support/db.js';
@@ -13,9 +13,10 @@ import { startV1Harness, type V1Harness } from './v1-harness.js';
 const POINT = '30.27,120.15';
 
 /**
- * A v1 point check whose answer has the tag of the last one applied writes its bookkeeping
- * without the point's lock, many checks per statement (src/pipeline/check-point.ts,
- * `applyQuietPointCheck`); any other answer takes the lock as before. Another session holding
+ * A v1 point check whose answer changes nothing (the tag of the last one applied, or nothing
+ * detected) writes its bookkeeping
+ * without the point's lock, many checks per statement (src/detection/apply-check.ts,
+ * `checkQuietly`); any other answer takes the lock as before. Another session holding
  * the point row FOR KEY SHARE tells the two apart: the lock (FOR UPDATE) waits for it, a plain
  * update of the row does not.
  */
@@ -78,11 +79,7 @@ describe('quiet v1 point checks', () => {
     // The same answer: done while the row is shared, seen again, counted as applied.
     const cycleId = await newCycle(v.h.database.db);
     const quiet = await withPointLocked(() =>
-      withTimeout(
-        'a quiet point check',
-        10_000,
-        runCheckPoint(rt.ctx, { cycleId, pointId: POINT }),
-      ),
+      withTimeout('a quiet point check', 10_000, runCheck(rt.ctx, { cycleId, pointId: POINT })),
     );
     expect(quiet).toEqual({
       applied: true,
@@ -102,7 +99,7 @@ describe('quiet v1 point checks', () => {
       new Date(before!.last_seen).getTime(),
     );
     // The same cycle again is a re-run: nothing applied twice.
-    expect((await runCheckPoint(rt.ctx, { cycleId, pointId: POINT })).applied).toBe(false);
+    expect((await runCheck(rt.ctx, { cycleId, pointId: POINT })).applied).toBe(false);
 
     // An upgrade changes the tag: the check takes the lock, waits for the other session, and
     // announces the update.
@@ -117,7 +114,7 @@ describe('quiet v1 point checks', () => {
       }),
     ]);
     const changed = await withPointLocked(async (waitedFor) => {
-      const check = runCheckPoint(rt.ctx, {
+      const check = runCheck(rt.ctx, {
         cycleId: await newCycle(v.h.database.db),
         pointId: POINT,
       });
@@ -145,7 +142,7 @@ describe('quiet v1 point checks', () => {
       }),
     ]);
     const check = (ctx = rt.ctx) =>
-      newCycle(v.h.database.db).then((cycleId) => runCheckPoint(ctx, { cycleId, pointId: point }));
+      newCycle(v.h.database.db).then((cycleId) => runCheck(ctx, { cycleId, pointId: point }));
     expect((await check()).events.new).toBe(1);
     v.sim.setAlerts([]);
     expect((await check()).applied).toBe(true);
@@ -181,9 +178,7 @@ describe('quiet v1 point checks', () => {
     await v.subscribe({ webhookPath: '/gz' }, [{ place: '101280101', points: [point] }]);
     v.sim.setAlerts([]);
     const check = () =>
-      newCycle(v.h.database.db).then((cycleId) =>
-        runCheckPoint(rt.ctx, { cycleId, pointId: point }),
-      );
+      newCycle(v.h.database.db).then((cycleId) => runCheck(rt.ctx, { cycleId, pointId: point }));
     expect((await check()).fetchOk).toBe(true);
 
     /** Runs a check while another session applies a newer answer, fetched at `fetchedAt`. */

@@ -129,12 +129,14 @@ export function writeBeforeFirstTransaction<T extends object>(
   write: () => Promise<void>,
 ): { db: T; interleaved: () => boolean } {
   let interleaved = false;
-  const proxy = new Proxy(db, {
+  // qwn's transactions begin by taking a client from the pool (src/db/client.ts, `transaction`).
+  const pool = (db as { $client: pg.Pool }).$client;
+  const watchedPool = new Proxy(pool, {
     get(target, name) {
       const value = Reflect.get(target, name, target) as unknown;
       if (typeof value !== 'function') return value;
       const method = value as (...a: unknown[]) => unknown;
-      if (name !== 'transaction') return method.bind(target);
+      if (name !== 'connect') return method.bind(target);
       return async (...args: unknown[]) => {
         if (!interleaved) {
           interleaved = true;
@@ -142,6 +144,13 @@ export function writeBeforeFirstTransaction<T extends object>(
         }
         return method.apply(target, args);
       };
+    },
+  });
+  const proxy = new Proxy(db, {
+    get(target, name) {
+      if (name === '$client') return watchedPool;
+      const value = Reflect.get(target, name, target) as unknown;
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
     },
   });
   return { db: proxy, interleaved: () => interleaved };

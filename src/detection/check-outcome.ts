@@ -6,8 +6,11 @@ import {
   NO_EVENTS,
   type DetectSettings,
   type EventType,
+  type FetchOutcome,
 } from '../domain/detect.js';
 import { enqueueInserted, type InsertedNotifications } from '../ledger/index.js';
+import { withEnglish } from '../domain/english.js';
+import type { Warning } from '../domain/warning.js';
 import type { Logger } from '../logger.js';
 import type { SkippedRecord } from '../qweather/client.js';
 import type { PipelineContext } from '../runtime/context.js';
@@ -122,4 +125,32 @@ export async function finishCheck(
       check.said,
     );
   }
+}
+
+/**
+ * A successful answer with the English texts of its warnings (src/domain/english.ts). A failed
+ * English call costs only the English: the answer stands, and its subscribers read type and
+ * level in English with the original text.
+ */
+export async function inEnglishToo(
+  ctx: PipelineContext,
+  log: Logger,
+  fetch: Extract<FetchOutcome, { ok: true }>,
+  operation: string,
+  english: () => Promise<readonly Warning[]>,
+): Promise<FetchOutcome> {
+  try {
+    const warnings = withEnglish(fetch.warnings, await english());
+    ctx.onUpstreamResult?.(operation, null);
+    return { ...fetch, warnings };
+  } catch (err) {
+    ctx.onUpstreamResult?.(operation, err);
+    log.info({ err }, 'english texts not fetched');
+    return fetch;
+  }
+}
+
+/** Records of a successful answer that could not be read; 0 for a failed call. */
+export function skippedOf(fetch: FetchOutcome): number {
+  return fetch.ok ? (fetch.skipped ?? 0) : 0;
 }

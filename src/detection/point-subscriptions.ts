@@ -2,22 +2,18 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { TrackedState } from '../domain/detect.js';
 import { subscriptionPointKeys, type Point, type V1PointsMode } from '../domain/points.js';
-import {
-  SUBSCRIBER_DELIVERY_COLUMNS,
-  SUBSCRIBER_RECEIVES,
-  type SubscriptionRow,
-} from '../ledger/index.js';
+import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from '../ledger/index.js';
 import type { Tx } from '../db/client.js';
+import { subscriberWarning, type Watcher } from './check-subject.js';
 
 /**
- * Who watches a v1 point (src/pipeline/check-point.ts): the active subscriptions that store the
+ * Who watches a v1 point (src/detection/point-subject.ts): the active subscriptions that store the
  * point or whose place rounds to it, and, for an alert's end, its states at the other points
  * each subscriber watches (`expiryOwedToSubscriber`).
  */
 
 /** A subscription at a point, with what its notification needs of its subscriber. */
-export interface PointSubscriptionRow extends SubscriptionRow {
-  place_id: string;
+export interface PointSubscriptionRow extends Watcher {
   points: string[] | null;
   country: string | null;
   lat: number | null;
@@ -77,16 +73,19 @@ export async function subscriptionsAt(
   return rows.filter((row) => watchesPoint(row, point, mode));
 }
 
-/** For each subscriber, the states of one alert at the other points they watch. */
+/**
+ * For each subscriber and alert, as `subscriber\0alert`: the alert's states at the other points
+ * the subscriber watches.
+ */
 export async function statesElsewhere(
   tx: Tx,
   point: Point,
-  alertId: string,
+  alertIds: readonly string[],
   subscriberIds: readonly string[],
   mode: V1PointsMode,
 ): Promise<Map<string, TrackedState[]>> {
   const result = new Map<string, TrackedState[]>();
-  if (subscriberIds.length === 0) return result;
+  if (subscriberIds.length === 0 || alertIds.length === 0) return result;
   const watched = await queryPrepared<{
     subscriber_id: string;
     place_id: string;
@@ -98,7 +97,7 @@ export async function statesElsewhere(
     tx,
     sql`SELECT s.subscriber_id, s.place_id, s.points, p.country, p.lat, p.lon
         FROM subscriptions s LEFT JOIN places p ON p.id = s.place_id
-        WHERE s.subscriber_id = ANY(${sql.param(subscriberIds)}::uuid[])`,
+        WHERE s.subscriber_id = ANY(${sql.param([...subscriberIds])}::uuid[])`,
   );
   const others = new Map<string, Set<string>>();
   for (const row of watched) {
@@ -111,21 +110,24 @@ export async function statesElsewhere(
   const states =
     allKeys.length === 0
       ? []
-      : await queryPrepared<{ place_id: string; state: TrackedState }>(
+      : await queryPrepared<{ place_id: string; warning_id: string; state: TrackedState }>(
           tx,
-          sql`SELECT place_id, state FROM warnings
-              WHERE warning_id = ${alertId} AND place_id = ANY(${sql.param(allKeys)}::text[])`,
+          sql`SELECT place_id, warning_id, state FROM warnings
+              WHERE warning_id = ANY(${sql.param([...alertIds])}::text[])
+                AND place_id = ANY(${sql.param(allKeys)}::text[])`,
         );
-  const stateAt = new Map(states.map((s) => [s.place_id, s.state]));
+  const stateAt = new Map(states.map((s) => [`${s.place_id}\u0000${s.warning_id}`, s.state]));
   for (const id of subscriberIds) {
-    const keys = others.get(id) ?? new Set<string>();
-    result.set(
-      id,
-      [...keys].flatMap((key) => {
-        const state = stateAt.get(key);
-        return state ? [state] : [];
-      }),
-    );
+    const keys = [...(others.get(id) ?? [])];
+    for (const alertId of alertIds) {
+      result.set(
+        subscriberWarning(id, alertId),
+        keys.flatMap((key) => {
+          const state = stateAt.get(`${key}\u0000${alertId}`);
+          return state ? [state] : [];
+        }),
+      );
+    }
   }
   return result;
 }

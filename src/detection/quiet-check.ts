@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { GroupCommit } from '../runtime/group-commit.js';
-import type { DetectResult, TrackedWarning } from '../domain/detect.js';
+import type { DetectResult } from '../domain/detect.js';
 import type { WarningRow } from './warning-store.js';
 
 /**
@@ -83,7 +83,7 @@ export function lockCheckedRow(table: CheckedTable, check: LockRequest): SQL {
 }
 
 /**
- * The rows a check keeps its bookkeeping on: a v7 place, or a v1 point (src/pipeline/check-point.ts),
+ * The rows a check keeps its bookkeeping on: a v7 place, or a v1 point (src/detection/point-subject.ts),
  * whose row also keeps the tag and attributions of its last applied answer. Either's warnings
  * are those of `warnings` whose `place_id` is the row's id.
  */
@@ -108,19 +108,14 @@ export interface CheckedRow {
 }
 
 /**
- * What a check's unlocked read saw: the row's version (`xmin`) and its tracked warnings. A check
- * that goes on to take the lock and finds the same version uses it instead of reading again:
- * every check that writes a place's or point's warnings updates its row in the same
- * transaction.
+ * What a check's unlocked read saw in an answer that changes something: the row's version
+ * (`xmin`) and what it detected. A check that goes on to take the lock and finds the same
+ * version takes that detection: every check that writes a place's or point's warnings updates
+ * its row in the same transaction, so the same version and answer detect the same.
  */
 export interface UnlockedRead {
   version: string;
-  tracked: TrackedWarning[];
-  /**
-   * What the unlocked read detected in the answer (v7's places): the same row version and the
-   * same answer detect the same, so the locked check takes it rather than detecting again.
-   */
-  detected?: DetectResult;
+  detected: DetectResult;
 }
 
 /**
