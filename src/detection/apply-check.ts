@@ -14,10 +14,12 @@ import { expiryOwedToSubscriber } from '../domain/points.js';
 import type { Warning } from '../domain/warning.js';
 import {
   insertNotifications,
+  leasedChannels,
   notifiedLevel,
   NOTHING_INSERTED,
   tellTheStoryTold,
   toFilter,
+  type Channel,
   type InsertedNotifications,
   type NewNotification,
 } from '../ledger/index.js';
@@ -61,6 +63,8 @@ interface Check {
   settings: DetectSettings;
   /** Warnings last seen before it are no longer tracked (the reappear window). */
   windowStart: Date;
+  /** The channels whose first attempts this process sends itself (`leasedChannels`). */
+  leased: readonly Channel[];
 }
 
 /**
@@ -92,6 +96,7 @@ export async function applyCheck(
     now,
     settings,
     windowStart: new Date(now.getTime() - settings.reappearWindowMs),
+    leased: leasedChannels(ctx),
   };
 
   const quiet = await checkQuietly(ctx, subject, check);
@@ -403,6 +408,7 @@ async function writeDetection(
   const created = await insertNotifications(tx, await tellTheStoryTold(tx, rows), {
     key: `${check.cycleId}_${subject.key}`,
     now: check.now,
+    leased: check.leased,
   });
   return { created, counted };
 }

@@ -88,7 +88,7 @@ export async function enqueueMessage(
  */
 export async function enqueueFirstAttempts(
   queues: DeliverQueues,
-  created: readonly CreatedMessage[],
+  created: readonly Omit<CreatedMessage, 'leased'>[],
   now: Date,
 ): Promise<void> {
   for (const channel of CHANNELS) {

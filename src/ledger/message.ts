@@ -11,6 +11,8 @@ export interface CreatedMessage {
   /** The batch job of its first attempt, delayed until `dueAt` for a message that collects. */
   firstJobId: string;
   dueAt: Date;
+  /** Written claimed by its writer's process, which sends its first attempt (`RecordInput.leased`). */
+  leased: boolean;
 }
 
 /** A cycle whose messages a check added to: released by `dueAt` at the latest (docs/messages.md). */

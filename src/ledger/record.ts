@@ -14,9 +14,10 @@ import {
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy, IN_COLLECTING_MESSAGE } from './lookups.js';
-import type { PipelineContext } from '../runtime/context.js';
+import type { FirstAttemptBatch, PipelineContext } from '../runtime/context.js';
 import { scheduleCycleReleases } from './release.js';
 import { enqueueFirstAttempts, firstAttemptJob } from './dispatch.js';
+import { CLAIM_SECONDS } from './take.js';
 import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import type { Channel, CreatedMessage, CycleRelease } from './message.js';
 import type { Tx } from '../db/client.js';
@@ -136,8 +137,31 @@ export async function enqueueInserted(
   inserted: InsertedNotifications,
   now: Date,
 ): Promise<void> {
-  await enqueueFirstAttempts(ctx.queues, inserted.messages, now);
+  const leased = inserted.messages.filter((m) => m.leased);
+  await enqueueFirstAttempts(
+    ctx.queues,
+    inserted.messages.filter((m) => !m.leased),
+    now,
+  );
+  if (leased.length > 0 && ctx.firstAttempts) {
+    const batches = new Map<string, FirstAttemptBatch>();
+    for (const m of leased) {
+      const batch = batches.get(m.firstJobId);
+      if (batch) batch.messageIds.push(m.id);
+      else
+        batches.set(m.firstJobId, { jobId: m.firstJobId, channel: m.channel, messageIds: [m.id] });
+    }
+    ctx.firstAttempts.send([...batches.values()]);
+  }
   await scheduleCycleReleases(ctx, inserted.releases);
+}
+
+/**
+ * The channels whose direct messages a check writes leased to its own process, which sends
+ * their first attempts itself (`PipelineContext.firstAttempts`).
+ */
+export function leasedChannels(ctx: PipelineContext): readonly Channel[] {
+  return ctx.firstAttempts?.channels ?? [];
 }
 
 /**
@@ -148,7 +172,7 @@ export async function enqueueInserted(
 export async function insertNotifications(
   tx: Tx,
   rows: readonly NewNotification[],
-  input: { key: string; now: Date },
+  input: RecordInput,
 ): Promise<InsertedNotifications> {
   const result = NOTHING_INSERTED();
   const direct = rows.filter((r) => !r.scheduled);
@@ -179,6 +203,18 @@ export async function insertNotifications(
   return result;
 }
 
+export interface RecordInput {
+  /** The check (cycle and place or point), which runs once per cycle: its job ids never repeat. */
+  key: string;
+  now: Date;
+  /**
+   * The channels whose direct messages go out from the writer's own process: written claimed
+   * by it for `CLAIM_SECONDS` (the lease), so that neither the sweeper nor another job takes
+   * them while it sends. A process that dies leaves them to the sweeper once the lease is over.
+   */
+  leased?: readonly Channel[];
+}
+
 /**
  * A message per notification, under the notification's id, written by the common table
  * expressions `direct` and `direct_messages` as one column array per field: eight parameters,
@@ -186,11 +222,7 @@ export async function insertNotifications(
  * parsing. Rows of one channel share a first-attempt job, `firstAttemptBatch` at a time
  * (src/channels/kinds.ts), which owns their first attempts (`first_job_id`, src/ledger/take.ts).
  */
-function directCtes(
-  chunk: readonly NewNotification[],
-  input: { key: string; now: Date },
-  offset: number,
-): SQL {
+function directCtes(chunk: readonly NewNotification[], input: RecordInput, offset: number): SQL {
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
   return sql`direct AS (
           INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
@@ -215,8 +247,10 @@ function directCtes(
         -- (a stalled job) names a job that has run: the sweeper hands those messages back.
         direct_messages AS (
           INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at, first_job_id,
-            created_at, updated_at)
+            claimed_until, created_at, updated_at)
           SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
+            CASE WHEN channel = ANY(${sql.param([...(input.leased ?? [])])}::text[])
+              THEN ${input.now}::timestamptz + make_interval(secs => ${CLAIM_SECONDS}) END,
             ${input.now}::timestamptz, ${input.now}::timestamptz
           FROM direct_batched)`;
 }
@@ -236,7 +270,7 @@ interface CreatedRow {
 async function insertUnscheduled(
   tx: Tx,
   parts: { direct: readonly NewNotification[]; cycleOnly: readonly NewNotification[] },
-  input: { key: string; now: Date },
+  input: RecordInput,
   offset: number,
 ): Promise<InsertedNotifications & { late: NewNotification[] }> {
   const ctes: SQL[] = [];
@@ -269,6 +303,7 @@ async function insertUnscheduled(
       channel: m.channel,
       firstJobId: m.first_job_id,
       dueAt: input.now,
+      leased: input.leased?.includes(m.channel) ?? false,
     })),
     releases: [] as CycleRelease[],
   };
@@ -588,6 +623,7 @@ async function insertScheduled(
       channel: m.channel,
       firstJobId: firstJob.get(m.id)!,
       dueAt: m.dueAt,
+      leased: false,
     })),
   };
 }

@@ -10,7 +10,9 @@ import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
 import { runDeliver } from './deliver.js';
 import { JobFailureLog } from '../runtime/job-failure-log.js';
 import { pollPayload, runPoll } from './poll.js';
-import type { QueueName } from '../runtime/queues.js';
+import { QUEUE_NAMES, type QueueName } from '../runtime/queues.js';
+import { CHANNELS, kindOf } from '../channels/kinds.js';
+import { InProcessFirstAttempts } from './first-attempts.js';
 import { runSweep, sweepPayload } from './sweep.js';
 
 interface JobDefinition<S extends z.ZodType> {
@@ -95,11 +97,21 @@ export interface WorkerSet {
   close(timeoutMs?: number): Promise<void>;
 }
 
+/**
+ * Starts a worker per queue. A process that runs checks and deliveries sends the first attempts
+ * of its checks itself (src/pipeline/first-attempts.ts); its jobs run with that context.
+ */
 export function startWorkers(
-  ctx: PipelineContext,
+  base: PipelineContext,
   connection: Redis,
   queues: readonly QueueName[],
 ): WorkerSet {
+  const delivering = CHANNELS.filter((c) => queues.includes(QUEUE_NAMES[kindOf(c).queue]));
+  const firstAttempts =
+    queues.includes('check') && delivering.length > 0
+      ? new InProcessFirstAttempts(base, delivering)
+      : undefined;
+  const ctx = firstAttempts?.context ?? base;
   const concurrency: Record<QueueName, number> = {
     poll: 1,
     check: ctx.config.checkConcurrency,
@@ -159,6 +171,8 @@ export function startWorkers(
         ctx.logger.warn({ timeoutMs }, 'workers did not finish in time, forcing close');
         await Promise.all(workers.map((w) => w.close(true)));
       }
+      // No check runs any more: the first attempts under way finish, or their leases lapse.
+      await firstAttempts?.drain();
       failures.flush();
     },
   };

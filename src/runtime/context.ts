@@ -1,4 +1,5 @@
 import type { ChannelPause } from '../channels/channel-pause.js';
+import type { Channel } from '../channels/kinds.js';
 import type { Mailer } from '../channels/email.js';
 import type { RobotRateLimiter } from '../channels/robot-rate-limit.js';
 import type { RobotSender } from '../channels/robot.js';
@@ -35,6 +36,25 @@ export interface PipelineContext {
   readonly onUpstreamResult?: (operation: string, error: unknown) => void;
   /** Sees every job that finished, for `/metrics` (src/ops/metrics.ts); absent in `poll --once`. */
   readonly metrics?: JobObserver;
+  /**
+   * Sends from this process the first attempts that its checks commit (src/pipeline/
+   * first-attempts.ts). Absent where the process runs no deliver worker: BullMQ carries them.
+   */
+  readonly firstAttempts?: FirstAttemptSender;
+}
+
+/** A batch of first attempts its check planned (`first_job_id`), owned by this process's lease. */
+export interface FirstAttemptBatch {
+  jobId: string;
+  channel: Channel;
+  messageIds: string[];
+}
+
+export interface FirstAttemptSender {
+  /** The channels whose first attempts this process sends itself. */
+  readonly channels: readonly Channel[];
+  /** Starts sending the batches, after the commit that wrote them; returns at once. */
+  send(batches: readonly FirstAttemptBatch[]): void;
 }
 
 export interface JobObserver {
