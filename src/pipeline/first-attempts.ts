@@ -1,7 +1,9 @@
 import { kindOf, type Channel } from '../channels/kinds.js';
+import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
+import { enqueueFirstAttempts } from '../ledger/index.js';
 import type { FirstAttemptBatch, FirstAttemptSender, PipelineContext } from '../runtime/context.js';
 import { QUEUE_NAMES } from '../runtime/queues.js';
-import { runDeliver } from './deliver.js';
+import { runDeliver, SEND_START_DEADLINE_MS } from './deliver.js';
 
 /**
  * The first attempts a check commits, sent by the process that made the check: straight after
@@ -16,13 +18,30 @@ import { runDeliver } from './deliver.js';
 export class InProcessFirstAttempts implements FirstAttemptSender {
   readonly channels: readonly Channel[];
   readonly #ctx: PipelineContext;
-  readonly #running = new Set<Promise<void>>();
+  /** One per channel, as the deliver queues are: a stalled mail server holds no webhook back. */
+  readonly #queues = new Map<Channel, FirstAttemptQueue>();
 
   /** `ctx` is the one the sends run with; `channels`, those whose deliver queue runs here. */
   constructor(ctx: Omit<PipelineContext, 'firstAttempts'>, channels: readonly Channel[]) {
     this.#ctx = { ...ctx, firstAttempts: this };
     // A robot's first attempt is claimed, not owned (its rate limit and splits decide it).
     this.channels = channels.filter((c) => kindOf(c).ownedFirstAttempt);
+    const sending = this.#ctx;
+    for (const channel of this.channels) {
+      this.#queues.set(
+        channel,
+        new FirstAttemptQueue({
+          // As many batches at a time as the channel's deliver worker takes jobs.
+          maxRunning:
+            kindOf(channel).queue === 'deliverEmail'
+              ? EMAIL_DELIVER_JOBS
+              : sending.config.deliveryConcurrency,
+          now: () => sending.now().getTime(),
+          run: (batch) => this.#sendBatch(batch),
+          handOff: (batches) => this.#enqueue(batches),
+        }),
+      );
+    }
   }
 
   /** The context whose checks send their first attempts here. */
@@ -31,10 +50,14 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
   }
 
   send(batches: readonly FirstAttemptBatch[]): void {
-    for (const batch of batches) {
-      const sending = this.#sendBatch(batch).finally(() => this.#running.delete(sending));
-      this.#running.add(sending);
+    for (const [channel, queue] of this.#queues) {
+      queue.add(batches.filter((b) => b.channel === channel));
     }
+  }
+
+  /** Hands the batches not yet begun to BullMQ and waits for those under way. */
+  async drain(): Promise<void> {
+    await Promise.all([...this.#queues.values()].map((q) => q.drain()));
   }
 
   async #sendBatch(batch: FirstAttemptBatch): Promise<void> {
@@ -52,8 +75,84 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
     }
   }
 
-  /** Waits for the sends under way: a process that stops lets them finish first. */
+  /** Batches as the deliver jobs they were planned as: a job with the batch's id owns them. */
+  async #enqueue(batches: readonly FirstAttemptBatch[]): Promise<void> {
+    const now = this.#ctx.now();
+    try {
+      await enqueueFirstAttempts(
+        this.#ctx.queues,
+        batches.flatMap((b) =>
+          b.messageIds.map((id) => ({ id, channel: b.channel, firstJobId: b.jobId, dueAt: now })),
+        ),
+        now,
+      );
+    } catch (err) {
+      this.#ctx.logger.warn({ err, batches: batches.length }, 'first attempts left to the sweeper');
+    }
+  }
+}
+
+/**
+ * The batches waiting to be sent by this process, at most `maxRunning` under way: each batch
+ * under way holds its messages, their notifications and their records in memory, and a storm's
+ * checks commit them faster than they can be sent. A batch waits here as its ids only. One that
+ * has waited past `SEND_START_DEADLINE_MS` since its lease began goes to BullMQ instead, as do
+ * those still waiting when the process stops: its lease must outlast its sends.
+ */
+export class FirstAttemptQueue {
+  readonly #waiting: { batch: FirstAttemptBatch; since: number }[] = [];
+  readonly #running = new Set<Promise<void>>();
+  readonly #handingOff = new Set<Promise<void>>();
+
+  constructor(
+    private readonly o: {
+      maxRunning: number;
+      now: () => number;
+      run: (batch: FirstAttemptBatch) => Promise<void>;
+      handOff: (batches: readonly FirstAttemptBatch[]) => Promise<void>;
+    },
+  ) {}
+
+  add(batches: readonly FirstAttemptBatch[]): void {
+    const since = this.o.now();
+    for (const batch of batches) this.#waiting.push({ batch, since });
+    this.#pump();
+  }
+
+  /** Batches waiting, and under way. */
+  get size(): { waiting: number; running: number } {
+    return { waiting: this.#waiting.length, running: this.#running.size };
+  }
+
   async drain(): Promise<void> {
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+    this.#handOff(this.#waiting.splice(0).map((w) => w.batch));
+    while (this.#running.size > 0 || this.#handingOff.size > 0) {
+      await Promise.allSettled([...this.#running, ...this.#handingOff]);
+    }
+  }
+
+  #pump(): void {
+    const overdue: FirstAttemptBatch[] = [];
+    while (this.#running.size < this.o.maxRunning && this.#waiting.length > 0) {
+      const { batch, since } = this.#waiting.shift()!;
+      if (this.o.now() - since > SEND_START_DEADLINE_MS) {
+        overdue.push(batch);
+        continue;
+      }
+      const running: Promise<void> = this.o.run(batch).finally(() => {
+        this.#running.delete(running);
+        this.#pump();
+      });
+      this.#running.add(running);
+    }
+    this.#handOff(overdue);
+  }
+
+  #handOff(batches: readonly FirstAttemptBatch[]): void {
+    if (batches.length === 0) return;
+    const handing: Promise<void> = this.o
+      .handOff(batches)
+      .finally(() => this.#handingOff.delete(handing));
+    this.#handingOff.add(handing);
   }
 }

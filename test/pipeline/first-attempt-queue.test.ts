@@ -1,0 +1,117 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SEND_START_DEADLINE_MS } from '../../src/pipeline/deliver.js';
+import { FirstAttemptQueue } from '../../src/pipeline/first-attempts.js';
+import type { FirstAttemptBatch } from '../../src/runtime/context.js';
+
+const batch = (n: number): FirstAttemptBatch => ({
+  jobId: `job${n}`,
+  channel: 'webhook',
+  messageIds: [`m${n}`],
+});
+
+/** A queue whose runs finish when the test says so, on a clock the test moves. */
+function harness(maxRunning: number) {
+  let clock = 0;
+  const finish = new Map<string, () => void>();
+  const ran: string[] = [];
+  const handed: string[] = [];
+  let peak = 0;
+  const queue = new FirstAttemptQueue({
+    maxRunning,
+    now: () => clock,
+    run: (b) => {
+      ran.push(b.jobId);
+      peak = Math.max(peak, queue.size.running + 1);
+      return new Promise<void>((resolve) => finish.set(b.jobId, resolve));
+    },
+    handOff: (bs) => {
+      handed.push(...bs.map((b) => b.jobId));
+      return Promise.resolve();
+    },
+  });
+  return {
+    queue,
+    ran,
+    handed,
+    peak: () => peak,
+    tick: (ms: number) => (clock += ms),
+    async finishOne(): Promise<boolean> {
+      const [first] = finish.keys();
+      if (first === undefined) return false;
+      finish.get(first)!();
+      finish.delete(first);
+      // The run's `finally` and the next pump.
+      await new Promise((resolve) => setImmediate(resolve));
+      return true;
+    },
+  };
+}
+
+describe('the first attempts waiting in the checking process', () => {
+  it('runs at most maxRunning batches at a time, in the order they came', async () => {
+    const h = harness(2);
+    h.queue.add([batch(1), batch(2), batch(3), batch(4)]);
+    expect(h.ran).toEqual(['job1', 'job2']);
+    expect(h.queue.size).toEqual({ waiting: 2, running: 2 });
+    while (await h.finishOne());
+    expect(h.ran).toEqual(['job1', 'job2', 'job3', 'job4']);
+    expect(h.handed).toEqual([]);
+  });
+
+  it('hands a batch to BullMQ once it has waited past the deadline, and runs the others', async () => {
+    const h = harness(1);
+    h.queue.add([batch(1), batch(2)]);
+    h.tick(SEND_START_DEADLINE_MS + 1);
+    h.queue.add([batch(3)]);
+    await h.finishOne();
+    // job2 waited too long for a send slot; job3 came later and has time.
+    expect(h.handed).toEqual(['job2']);
+    expect(h.ran).toEqual(['job1', 'job3']);
+  });
+
+  it('hands what still waits to BullMQ when the process stops, and waits for what runs', async () => {
+    const h = harness(1);
+    h.queue.add([batch(1), batch(2), batch(3)]);
+    let drained = false;
+    const draining = h.queue.drain().then(() => (drained = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.handed).toEqual(['job2', 'job3']);
+    expect(drained).toBe(false);
+    await h.finishOne();
+    await draining;
+    expect(drained).toBe(true);
+    expect(h.ran).toEqual(['job1']);
+  });
+
+  it('sends or hands off every batch exactly once, never more at a time than allowed', async () => {
+    const step = fc.oneof(
+      fc.record({ add: fc.integer({ min: 1, max: 4 }) }),
+      fc.record({ finish: fc.constant(true) }),
+      fc.record({ tick: fc.integer({ min: 0, max: SEND_START_DEADLINE_MS }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.array(step, { maxLength: 40 }),
+        async (max, steps) => {
+          const h = harness(max);
+          let n = 0;
+          for (const s of steps) {
+            if ('add' in s) h.queue.add(Array.from({ length: s.add }, () => batch((n += 1))));
+            else if ('finish' in s) await h.finishOne();
+            else h.tick(s.tick);
+          }
+          const draining = h.queue.drain();
+          while (await h.finishOne());
+          await draining;
+          const all = [...h.ran, ...h.handed].sort();
+          expect(all).toEqual(Array.from({ length: n }, (_, i) => `job${i + 1}`).sort());
+          expect(new Set(all).size).toBe(n);
+          expect(h.peak()).toBeLessThanOrEqual(max);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
