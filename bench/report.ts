@@ -480,6 +480,10 @@ function targetRows(targets: readonly Target[]): Row[] {
   }));
 }
 
+function figureRows(targets: readonly Target[]): Row[] {
+  return targets.map((t) => ({ label: t.name, cells: [t.value] }));
+}
+
 function settingsLine(r: BenchReport): string {
   const s = r.settings;
   return (
@@ -520,7 +524,10 @@ function sections(r: BenchReport): [string[], Row[]][] {
       : undefined;
   return [
     [['limit (same run)', 'rate', 'measured'], limitRows(r.limits)],
-    [['target (this run)', 'goal', 'value', ''], targetRows(r.targets)],
+    // The targets are set for the full size: a quick run shows the same figures, not judged.
+    r.mode === 'quick'
+      ? [['figure (quick run: not judged at this size)', 'value'], figureRows(r.targets)]
+      : [['target (this run)', 'goal', 'value', ''], targetRows(r.targets)],
     ...(r.series
       ? [
           [
