@@ -137,21 +137,24 @@ export async function enqueueInserted(
   inserted: InsertedNotifications,
   now: Date,
 ): Promise<void> {
-  const leased = inserted.messages.filter((m) => m.leased);
+  // Only a process that sends first attempts itself writes leased messages; were one to reach
+  // a process without a sender, its batch jobs carry it as any other.
+  const sender = ctx.firstAttempts;
+  const here = sender ? inserted.messages.filter((m) => m.leased) : [];
   await enqueueFirstAttempts(
     ctx.queues,
-    inserted.messages.filter((m) => !m.leased),
+    sender ? inserted.messages.filter((m) => !m.leased) : inserted.messages,
     now,
   );
-  if (leased.length > 0 && ctx.firstAttempts) {
+  if (sender && here.length > 0) {
     const batches = new Map<string, FirstAttemptBatch>();
-    for (const m of leased) {
+    for (const m of here) {
       const batch = batches.get(m.firstJobId);
       if (batch) batch.messageIds.push(m.id);
       else
         batches.set(m.firstJobId, { jobId: m.firstJobId, channel: m.channel, messageIds: [m.id] });
     }
-    ctx.firstAttempts.send([...batches.values()]);
+    sender.send([...batches.values()]);
   }
   await scheduleCycleReleases(ctx, inserted.releases);
 }
