@@ -484,10 +484,12 @@ function fit<T>(
     else hi = mid - 1;
   }
   const shown = lo;
-  // The longest common text length that fits with those chains (0 when even MIN_TEXT does not).
+  // The longest common text length that fits with those chains, from MIN_TEXT (0 when even that
+  // does not fit). Not from 0 whatever happens: a text cut shorter than it is gains a
+  // "truncated" note, so a shorter cut can make a longer body, and 0 need not fit.
   const longest = Math.max(...facts.slice(0, shown).map((f) => f.text.length));
-  let a = 0;
-  let b = longest;
+  let a = fits({ shown, textMax: MIN_TEXT }) ? MIN_TEXT : 0;
+  let b = Math.max(longest, a);
   while (a < b) {
     const mid = Math.ceil((a + b) / 2);
     if (fits({ shown, textMax: mid })) a = mid;
