@@ -2,6 +2,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { median } from './median.js';
 import { REPO_ROOT } from './procs.js';
 import type { BenchReport } from './report.js';
 
@@ -49,12 +50,6 @@ function figuresOf(report: BenchReport): Map<string, Figures> {
   }
   return out;
 }
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** One bench run in `tree`, its report read back. */
 function benchIn(tree: string, args: readonly string[], out: string): Promise<BenchReport> {

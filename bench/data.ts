@@ -357,6 +357,40 @@ function pickLevel(random: () => number): KnownLevel {
  * each), an escalation cycle (a third updated one level up, a tenth cancelled), and a quiet
  * cycle that lists every place and changes nothing.
  */
+interface StormWarning {
+  place: PlaceRow;
+  record: V7WarningRecord;
+  seq: number;
+  level: KnownLevel;
+  type: string;
+}
+
+/** One to three warnings of different types at a place, as a storm brings them. */
+function stormWarnings(
+  place: PlaceRow,
+  pubTime: Date,
+  now: Date,
+  random: () => number,
+): StormWarning[] {
+  const roll = random();
+  // Weighted towards more warnings: storms bring several hazards at once.
+  const count = roll < 0.25 ? 1 : roll < 0.6 ? 2 : 3;
+  const types = shuffled(STORM_TYPES, random).slice(0, count);
+  return types.map((type, i) => {
+    const level = pickLevel(random);
+    const record = v7Warning({
+      locationId: place.id,
+      seq: i + 1,
+      typeCode: type,
+      level,
+      pubTime,
+      endTime: new Date(now.getTime() + 24 * 3_600_000),
+      place,
+    });
+    return { place, record, seq: i + 1, level, type };
+  });
+}
+
 export function scenarioStates(
   data: BenchData,
   now: Date,
@@ -364,46 +398,34 @@ export function scenarioStates(
   storm: ScenarioState;
   escalation: ScenarioState;
   quiet: ScenarioState;
+  /**
+   * A second storm over the other half of the places, in workers that have run one already:
+   * what `after` answers stays as it is (checked again, unchanged) and the new warnings are
+   * told. Its figures against the storm's are warm against cold.
+   */
+  warmStorm: (after: ScenarioState) => ScenarioState;
 } {
   const random = seededRandom(0x570a);
-  const hit = shuffled(data.places, random).slice(0, Math.floor(data.places.length / 2));
+  const order = shuffled(data.places, random);
+  const hit = order.slice(0, Math.floor(data.places.length / 2));
   const stormPub = new Date(now.getTime() - 30 * 60_000);
   const escalationPub = new Date(now.getTime() - 5 * 60_000);
 
   const storm = new Map<string, V7WarningRecord[]>();
-  const all: {
-    place: PlaceRow;
-    record: V7WarningRecord;
-    seq: number;
-    level: KnownLevel;
-    type: string;
-  }[] = [];
+  const all: StormWarning[] = [];
   for (const place of hit) {
-    const roll = random();
-    // Weighted towards more warnings: storms bring several hazards at once.
-    const count = roll < 0.25 ? 1 : roll < 0.6 ? 2 : 3;
-    const types = shuffled(STORM_TYPES, random).slice(0, count);
-    const records = types.map((typeCode, i) => {
-      const level = pickLevel(random);
-      const record = v7Warning({
-        locationId: place.id,
-        seq: i + 1,
-        typeCode,
-        level,
-        pubTime: stormPub,
-        endTime: new Date(now.getTime() + 24 * 3_600_000),
-        place,
-      });
-      all.push({ place, record, seq: i + 1, level, type: typeCode });
-      return record;
-    });
-    storm.set(place.id, records);
+    const warnings = stormWarnings(place, stormPub, now, random);
+    all.push(...warnings);
+    storm.set(
+      place.id,
+      warnings.map((w) => w.record),
+    );
   }
 
-  const order = shuffled(all, random);
-  const updated = new Set(order.slice(0, Math.floor(all.length / 3)).map((w) => w.record.id));
+  const picked = shuffled(all, random);
+  const updated = new Set(picked.slice(0, Math.floor(all.length / 3)).map((w) => w.record.id));
   const cancelled = new Set(
-    order
+    picked
       .slice(Math.floor(all.length / 3), Math.floor(all.length / 3) + Math.floor(all.length / 10))
       .map((w) => w.record.id),
   );
@@ -437,6 +459,15 @@ export function scenarioStates(
     escalation.set(w.place.id, [...(escalation.get(w.place.id) ?? []), record]);
   }
 
+  // Drawn last, so the storm and escalation above stay the same draws as before it existed.
+  const second = new Map<string, V7WarningRecord[]>();
+  for (const place of order.slice(hit.length)) {
+    second.set(
+      place.id,
+      stormWarnings(place, escalationPub, now, random).map((w) => w.record),
+    );
+  }
+
   return {
     storm: { warnings: storm, listed: null, expectedEvents: { ...NO_EVENTS(), new: all.length } },
     escalation: {
@@ -448,6 +479,15 @@ export function scenarioStates(
       warnings: escalation,
       listed: data.places.map((p) => p.id),
       expectedEvents: NO_EVENTS(),
+    },
+    warmStorm: (after) => {
+      const warnings = new Map(after.warnings);
+      let count = 0;
+      for (const [place, records] of second) {
+        warnings.set(place, [...(warnings.get(place) ?? []), ...records]);
+        count += records.length;
+      }
+      return { warnings, listed: null, expectedEvents: { ...NO_EVENTS(), new: count } };
     },
   };
 }

@@ -21,6 +21,12 @@ export interface Limit {
   readonly seconds: number;
   readonly errors: number;
   readonly firstError?: string;
+  /**
+   * CPU seconds of the client processes and of the runner answering them (receiver, SMTP
+   * server) from 'go' to the end: for the webhook and email limits, what a bare send costs.
+   * A server's own CPU (Postgres, Redis) is not in it; the BullMQ limit has none.
+   */
+  readonly cpuSeconds?: number;
 }
 
 /**
@@ -120,7 +126,9 @@ function sumLimit(results: readonly LaneResult[]): Limit {
 }
 
 async function together(setup: Setup, tasks: LimitTask[]): Promise<Limit> {
-  return sumLimit((await runTogether<LimitResult>(setup, tasks)).results);
+  const { results, runnerCpuMs } = await runTogether<LimitResult>(setup, tasks);
+  const childrenCpuMs = results.reduce((n, r) => n + r.cpuMs, 0);
+  return { ...sumLimit(results), cpuSeconds: (childrenCpuMs + runnerCpuMs) / 1000 };
 }
 
 async function bullmqLimit(setup: Setup, jobs: number): Promise<Limit> {

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, rmSync, statSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { cpuSeconds, exited, memoryMb } from './procs.js';
+import { median } from './median.js';
+import { cpuSeconds, exited, freeLoopbackPort, memoryMb } from './procs.js';
 import { sampleNotification } from './sample.js';
 import type { PeerCounts } from './sinks.js';
 
@@ -27,6 +27,11 @@ export type PeerResult =
       args: string[];
       config: string;
       notifications: number;
+      /**
+       * Alerts fed and sent before the measured ones, still active while those are measured
+       * (a second storm while the first holds); 0 for a fresh Alertmanager.
+       */
+      activeBefore: number;
       webhooks: number;
       alertsReceived: number;
       /** Every alert arrived before the timeout. */
@@ -159,17 +164,6 @@ function stormAlerts(from: number, to: number, startsAt: string, endsAt: string)
   return alerts;
 }
 
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function running(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
@@ -220,6 +214,8 @@ export async function runAlertmanagerPeer(opts: {
   say?: (line: string) => void;
   binary?: string | null;
   timeoutMs?: number;
+  /** Feed this many other alerts first, wait for their webhooks, and leave them active. */
+  activeBefore?: number;
 }): Promise<PeerResult> {
   const say = opts.say ?? (() => undefined);
   const binary = opts.binary === undefined ? findAlertmanager() : opts.binary;
@@ -229,6 +225,10 @@ export async function runAlertmanagerPeer(opts: {
   }
   const n = opts.notifications;
   if (!Number.isInteger(n) || n < 1) throw new Error(`notifications: ${n}`);
+  const activeBefore = opts.activeBefore ?? 0;
+  if (!Number.isInteger(activeBefore) || activeBefore < 0) {
+    throw new Error(`activeBefore: ${activeBefore}`);
+  }
   const timeoutMs = opts.timeoutMs ?? 10 * 60_000;
 
   const dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-alertmanager-'));
@@ -291,57 +291,69 @@ export async function runAlertmanagerPeer(opts: {
       if (!json) throw new Error(`${countsUrl} did not answer with the peer counters`);
       return json;
     };
-    // The receiver may have counted other peer traffic before: only what arrives now counts.
-    const before = await counts();
     const pid = started.pid!;
     const now = new Date();
     const startsAt = now.toISOString();
     const endsAt = new Date(now.getTime() + 365 * 24 * 3_600_000).toISOString();
 
-    const firstPostAt = Date.now();
-    const deadline = firstPostAt + timeoutMs;
-    const peerCpuAtStart = cpuSeconds(pid);
-    const feederCpuAtStart = process.cpuUsage();
-
-    let nextAlert = 0;
-    const feedLane = async () => {
-      while (nextAlert < n) {
-        const from = nextAlert;
-        nextAlert = Math.min(n, from + ALERTS_PER_POST);
-        const { statusCode, body } = await request(`${base}/api/v2/alerts`, {
-          dispatcher,
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(stormAlerts(from, nextAlert, startsAt, endsAt)),
-        });
-        const text = await body.text();
-        if (statusCode !== 200) {
-          throw new Error(`POST /api/v2/alerts answered ${statusCode}: ${text.slice(0, 300)}`);
+    /** Posts alerts `from` … `to` - 1 as a Prometheus server would. */
+    const feed = async (from: number, to: number) => {
+      let nextAlert = from;
+      const feedLane = async () => {
+        while (nextAlert < to) {
+          const first = nextAlert;
+          nextAlert = Math.min(to, first + ALERTS_PER_POST);
+          const { statusCode, body } = await request(`${base}/api/v2/alerts`, {
+            dispatcher,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(stormAlerts(first, nextAlert, startsAt, endsAt)),
+          });
+          const text = await body.text();
+          if (statusCode !== 200) {
+            throw new Error(`POST /api/v2/alerts answered ${statusCode}: ${text.slice(0, 300)}`);
+          }
         }
+      };
+      await Promise.all(Array.from({ length: POSTS_IN_FLIGHT }, feedLane));
+    };
+    /** Waits until `count` more alerts than `since` counted have arrived, or the deadline. */
+    const arrived = async (since: PeerCounts, count: number, deadline: number) => {
+      let nextProgress = Date.now() + PROGRESS_EVERY_MS;
+      for (;;) {
+        if (spawnError || !running(started)) throw died();
+        const latest = await counts();
+        if (latest.alerts - since.alerts >= count) return { latest, complete: true };
+        if (Date.now() > deadline) return { latest, complete: false };
+        if (Date.now() > nextProgress) {
+          say(
+            `alertmanager: ${(latest.alerts - since.alerts).toLocaleString('en-US')} alerts arrived`,
+          );
+          nextProgress += PROGRESS_EVERY_MS;
+        }
+        await sleep(POLL_MS);
       }
     };
-    await Promise.all(Array.from({ length: POSTS_IN_FLIGHT }, feedLane));
-    say(`alertmanager: all alerts posted in ${((Date.now() - firstPostAt) / 1000).toFixed(1)} s`);
 
-    let latest = before;
-    let complete = false;
-    let nextProgress = Date.now() + PROGRESS_EVERY_MS;
-    for (;;) {
-      if (spawnError || !running(started)) throw died();
-      latest = await counts();
-      if (latest.alerts - before.alerts >= n) {
-        complete = true;
-        break;
+    if (activeBefore > 0) {
+      // Other subscribers' alerts (indices past the measured ones), left active.
+      const since = await counts();
+      await feed(n, n + activeBefore);
+      const earlier = await arrived(since, activeBefore, Date.now() + timeoutMs);
+      if (!earlier.complete) {
+        throw new Error(`alertmanager: the ${activeBefore} earlier alerts did not all arrive`);
       }
-      if (Date.now() > deadline) break;
-      if (Date.now() > nextProgress) {
-        say(
-          `alertmanager: ${(latest.alerts - before.alerts).toLocaleString('en-US')} alerts arrived`,
-        );
-        nextProgress += PROGRESS_EVERY_MS;
-      }
-      await sleep(POLL_MS);
+      say(`alertmanager: ${n0(activeBefore)} earlier alerts sent and still active`);
     }
+
+    // The receiver may have counted other peer traffic before: only what arrives now counts.
+    const before = await counts();
+    const firstPostAt = Date.now();
+    const peerCpuAtStart = cpuSeconds(pid);
+    const feederCpuAtStart = process.cpuUsage();
+    await feed(0, n);
+    say(`alertmanager: all alerts posted in ${((Date.now() - firstPostAt) / 1000).toFixed(1)} s`);
+    const { latest, complete } = await arrived(before, n, firstPostAt + timeoutMs);
     const feederCpu = process.cpuUsage(feederCpuAtStart);
     const peerCpu = cpuSeconds(pid) - peerCpuAtStart;
     const memory = memoryMb(pid).hwm;
@@ -364,6 +376,7 @@ export async function runAlertmanagerPeer(opts: {
       args,
       config,
       notifications: n,
+      activeBefore,
       webhooks,
       alertsReceived,
       complete,
@@ -384,35 +397,82 @@ export async function runAlertmanagerPeer(opts: {
 const n0 = (v: number) => Math.round(v).toLocaleString('en-US');
 const n2 = (v: number) => v.toFixed(2);
 
+/** The median, and each run's figure in run order when there are several. */
+const medianOf = (values: readonly number[], show: (v: number) => string): string =>
+  values.length === 0
+    ? '–'
+    : values.length === 1
+      ? show(values[0]!)
+      : `${show(median(values))} (${values.map(show).join(' / ')})`;
+
+export type MeasuredPeer = Exclude<PeerResult, { skipped: string }>;
+
+/** Our side of the peer table: the webhook storms, one cold and one warm per round. */
+export interface OurWebhookStorms {
+  /** CPU ms per webhook notification of each round's first storm, fresh workers. */
+  coldCpuMs: number[];
+  /** The same, of each round's second storm in the same workers. */
+  warmCpuMs: number[];
+  webhooksPerSecond: number[];
+  /** CPU ms per notification of the storm of both channels (the main scenarios). */
+  bothChannelsCpuMs?: number;
+  rowsPerNotification?: number;
+}
+
 /**
- * Rows of the table "peer (same receiver, same run) | Alertmanager | qwn"; `ours` is the storm
- * of the webhook subscribers alone (with the CPU per notification of the storm of both channels
- * beside it), absent when it did not run.
+ * Rows of the table "peer (same receiver, same run) | Alertmanager | qwn": Alertmanager's
+ * rounds (fresh processes) interleaved with ours, medians first; Alertmanager fed a second storm
+ * while the first one's alerts hold, beside our storm in warm workers while the first storm's
+ * warnings hold.
  */
 export function peerRows(
-  peer: PeerResult,
-  ours:
-    | {
-        cpuMsPerNotification: number;
-        webhooksPerSecond: number;
-        bothChannelsCpuMs?: number;
-        rowsPerNotification?: number;
-      }
-    | undefined,
+  rounds: readonly PeerResult[],
+  loaded: PeerResult | undefined,
+  ours: OurWebhookStorms | undefined,
 ): { label: string; cells: string[] }[] {
-  if ('skipped' in peer)
-    return [{ label: 'Alertmanager', cells: [`skipped: ${peer.skipped}`, ''] }];
-  const mark = peer.complete
-    ? ''
-    : ` (${n0(peer.alertsReceived)} of ${n0(peer.notifications)} arrived)`;
+  const skipped = rounds.find((r): r is Extract<PeerResult, { skipped: string }> => 'skipped' in r);
+  if (skipped || rounds.length === 0)
+    return [{ label: 'Alertmanager', cells: [`skipped: ${skipped?.skipped ?? 'not run'}`, ''] }];
+  const measured = rounds as readonly MeasuredPeer[];
+  const first = measured[0]!;
+  const incomplete = measured.filter((r) => !r.complete);
+  const mark = incomplete.length
+    ? ` (${incomplete.length} of ${measured.length} runs incomplete)`
+    : '';
+  const loadedRun = loaded && !('skipped' in loaded) ? loaded : undefined;
   return [
     {
-      label: 'webhooks/s',
-      cells: [`${n0(peer.webhooksPerSecond)}${mark}`, ours ? n0(ours.webhooksPerSecond) : '–'],
+      label: `runs, interleaved`,
+      cells: [String(measured.length), ours ? String(ours.coldCpuMs.length) : '–'],
     },
     {
-      label: 'CPU ms per webhook notification (all processes)',
-      cells: [n2(peer.cpuMsPerNotification), ours ? n2(ours.cpuMsPerNotification) : '–'],
+      label: 'webhooks/s',
+      cells: [
+        `${medianOf(
+          measured.map((r) => r.webhooksPerSecond),
+          n0,
+        )}${mark}`,
+        ours ? medianOf(ours.webhooksPerSecond, n0) : '–',
+      ],
+    },
+    {
+      label: 'CPU ms per webhook notification (all processes), cold',
+      cells: [
+        medianOf(
+          measured.map((r) => r.cpuMsPerNotification),
+          n2,
+        ),
+        ours ? medianOf(ours.coldCpuMs, n2) : '–',
+      ],
+    },
+    {
+      label: 'CPU ms per webhook notification, warm: a second storm while the first holds',
+      cells: [
+        loadedRun
+          ? `${n2(loadedRun.cpuMsPerNotification)}${loadedRun.complete ? '' : ' (incomplete)'}`
+          : '–',
+        ours ? medianOf(ours.warmCpuMs, n2) : '–',
+      ],
     },
     ...(ours?.bothChannelsCpuMs === undefined
       ? []
@@ -431,19 +491,25 @@ export function peerRows(
           },
         ]),
     {
-      label: 'notifications → webhooks',
+      label: 'notifications → webhooks (first run)',
       cells: [
-        `${n0(peer.notifications)} → ${n0(peer.webhooks)} in ${peer.seconds.toFixed(1)} s`,
+        `${n0(first.notifications)} → ${n0(first.webhooks)} in ${first.seconds.toFixed(1)} s`,
         '–',
       ],
     },
-    { label: 'peak RSS (MB)', cells: [n0(peer.memoryMb), '–'] },
+    {
+      label: 'peak RSS (MB): fresh / with the first storm active',
+      cells: [
+        `${n0(Math.max(...measured.map((r) => r.memoryMb)))} / ${loadedRun ? n0(loadedRun.memoryMb) : '–'}`,
+        '–',
+      ],
+    },
     { label: 'durable / signed', cells: ['no / no', 'yes / yes'] },
     {
       label: 'setup',
       cells: [
-        `${peer.version}, group_by ['...'], group_wait 0s, 1 alert a webhook`,
-        'the storm again, webhook subscribers only: checks, ledger, sends',
+        `${first.version}, group_by ['...'], group_wait 0s, 1 alert a webhook`,
+        'the storm again, webhook subscribers only, then a second storm: checks, ledger, sends',
       ],
     },
   ];

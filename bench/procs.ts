@@ -1,5 +1,6 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 /** Child processes of the bench and what the kernel says about them (Linux /proc). */
@@ -110,4 +111,16 @@ export function sampleMemory(pids: readonly number[], everyMs = 100): () => numb
     });
     return peaks;
   };
+}
+
+/** A loopback port nothing listens on now, for a server the bench starts. */
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -23,12 +23,17 @@ import { REPO_ROOT, memoryMb } from './procs.js';
 import { runAlertmanagerPeer } from './peer-alertmanager.js';
 import {
   formatMarkdown,
+  formatRecentTargets,
   formatText,
+  RECENT_RUNS_KEPT,
+  type RecentRun,
   judgeTargets,
   rateRoom,
   targetSeries,
   type BenchReport,
+  type PeerComparison,
 } from './report.js';
+import { startPrivateRedis } from './redis-server.js';
 import { adoptV1Points, runScenario, type ScenarioResult } from './scenario.js';
 import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
@@ -38,7 +43,7 @@ import { startBenchReceiver, startBenchSmtp } from './sinks.js';
  * with this machine's limits measured in the same run. See BENCHMARKS.md.
  */
 
-const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--source v7|v1]
+const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--peer-runs N] [--source v7|v1]
        [--workers N] [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
        [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--english SHARE] [--keep]
        npm run bench -- --compare REF [--runs N] [--quick] [--workers N] [--source v7|v1] [...]`;
@@ -48,6 +53,7 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     runs: { type: 'string', default: '1' },
     peer: { type: 'string' },
+    'peer-runs': { type: 'string' },
     source: { type: 'string', default: 'v7' },
     workers: { type: 'string', default: '2' },
     out: { type: 'string' },
@@ -57,7 +63,8 @@ const { values: args } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'info' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
-    redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    // Unset: a redis-server of the bench's own when one is on PATH, else 127.0.0.1:6379.
+    redis: { type: 'string' },
     places: { type: 'string', default: resolve(REPO_ROOT, '../shared/data/qweather') },
     keep: { type: 'boolean', default: false },
     // 0 measures the pipeline without the calls in English, which are extra and counted apart.
@@ -98,6 +105,11 @@ if (!(englishShare >= 0 && englishShare <= 1)) throw new Error(`--english: ${arg
 if (args.peer !== undefined && args.peer !== 'alertmanager') {
   throw new Error(`--peer: ${args.peer} (the one peer measured is alertmanager)`);
 }
+// Three in turns at full size (issue 38); one in a quick run, which judges nothing.
+const peerRuns = Number(args['peer-runs'] ?? (quick ? 1 : 3));
+if (!Number.isInteger(peerRuns) || peerRuns < 1 || peerRuns > 10) {
+  throw new Error(`--peer-runs: ${args['peer-runs']}`);
+}
 if (args.source !== 'v7' && args.source !== 'v1') {
   throw new Error(`--source: ${args.source} (v7, the default, or v1)`);
 }
@@ -111,27 +123,47 @@ const outFile = resolve(
 );
 const say = (line: string) => console.error(`bench: ${line}`);
 
-async function versions(stats: pg.Client, redis: Redis) {
+async function versions(stats: pg.Client, redis: Redis, ownRedis: boolean) {
   const { rows } = await stats.query<{ v: string }>(
     `SELECT current_setting('server_version') AS v`,
   );
   const info = await redis.info('server');
+  const version = /^redis_version:(\S+)/m.exec(info)?.[1] ?? '?';
   return {
     postgres: `Postgres ${rows[0]?.v ?? '?'}`,
-    redis: /^redis_version:(\S+)/m.exec(info)?.[1] ?? '?',
+    redis: ownRedis ? `${version} (the bench's own)` : `${version} (shared: server-wide counters)`,
   };
 }
 
-async function updateBenchmarksMd(markdown: string): Promise<void> {
-  const file = join(REPO_ROOT, 'BENCHMARKS.md');
-  const start = '<!-- bench:latest:start -->';
-  const end = '<!-- bench:latest:end -->';
-  const text = await readFile(file, 'utf8');
+/** `text` with what lies between the markers `<!-- bench:NAME:start -->` and `…:end -->` replaced. */
+function between(text: string, name: string, markdown: string): string {
+  const start = `<!-- bench:${name}:start -->`;
+  const end = `<!-- bench:${name}:end -->`;
   const from = text.indexOf(start);
   const to = text.indexOf(end);
   if (from === -1 || to === -1)
     throw new Error(`BENCHMARKS.md lacks the ${start} … ${end} markers`);
-  const updated = `${text.slice(0, from + start.length)}\n${markdown}\n${text.slice(to)}`;
+  return `${text.slice(0, from + start.length)}\n${markdown}\n${text.slice(to)}`;
+}
+
+/**
+ * The latest full run's tables, and at the top the targets of the last three full runs
+ * (bench/results/recent-targets.json; older runs are in the git log).
+ */
+async function updateBenchmarksMd(report: BenchReport): Promise<void> {
+  const recentFile = join(REPO_ROOT, 'bench/results/recent-targets.json');
+  const earlier = JSON.parse(await readFile(recentFile, 'utf8').catch(() => '[]')) as RecentRun[];
+  const recent = [...earlier, { startedAt: report.startedAt, targets: report.targets }]
+    .sort((a, b) => a.startedAt.localeCompare(b.startedAt))
+    .slice(-RECENT_RUNS_KEPT);
+  await writeFile(recentFile, `${JSON.stringify(recent, null, 2)}\n`);
+  const file = join(REPO_ROOT, 'BENCHMARKS.md');
+  const text = await readFile(file, 'utf8');
+  const updated = between(
+    between(text, 'latest', formatMarkdown(report)),
+    'recent',
+    formatRecentTargets(recent),
+  );
   // The repository's check runs prettier over every file: write what it would.
   const prettier = await import('prettier');
   const options = (await prettier.resolveConfig(file)) ?? {};
@@ -142,7 +174,14 @@ async function updateBenchmarksMd(markdown: string): Promise<void> {
 async function runOnce(): Promise<BenchReport> {
   const started = Date.now();
   const size = quick ? QUICK_SIZE : FULL_SIZE;
-  const redis = new Redis(args.redis, { maxRetriesPerRequest: null });
+  const ownRedis = args.redis === undefined ? await startPrivateRedis() : null;
+  const redisUrl = args.redis ?? ownRedis?.url ?? 'redis://127.0.0.1:6379';
+  say(
+    ownRedis
+      ? `Redis: the bench's own redis-server on ${redisUrl}`
+      : `Redis: ${redisUrl}, shared: its CPU and command counters are the whole server's`,
+  );
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const receiver = await startBenchReceiver();
   const smtp = await startBenchSmtp();
   const allPlaces = await loadPlacesFromCsv(args.places);
@@ -151,7 +190,7 @@ async function runOnce(): Promise<BenchReport> {
   const open = async (data: BenchData) => {
     const pipeline = await openPipeline({
       serverUrl: args.pg,
-      redisUrl: args.redis,
+      redisUrl,
       redis,
       upstreamUrl: sim.url,
       smtpUrl: smtp.url,
@@ -173,7 +212,7 @@ async function runOnce(): Promise<BenchReport> {
     (cleaning ??= (async () => {
       await Promise.allSettled(pipelines.map((p) => p.close()));
       redis.disconnect();
-      await Promise.allSettled([sim.close(), receiver.close(), smtp.close()]);
+      await Promise.allSettled([sim.close(), receiver.close(), smtp.close(), ownRedis?.close()]);
     })());
   // Interrupted, the run still drops its databases and its Redis keys.
   const interrupted = () => {
@@ -198,7 +237,7 @@ async function runOnce(): Promise<BenchReport> {
         emailsPerWebhook: data.subscriptionsByChannel.email / data.subscriptionsByChannel.webhook,
         deliveryConcurrency: main.config.deliveryConcurrency,
         redis,
-        redisUrl: args.redis,
+        redisUrl,
         databaseUrl: main.database.url,
         receiverOrigin: receiver.origin,
         smtpUrl: smtp.url,
@@ -243,32 +282,42 @@ async function runOnce(): Promise<BenchReport> {
       say(`${name}: ${summary(result)}`);
       scenarios.push(result);
     }
+    say('warm storm cycle: the other half of the places, the first storm still in force');
+    const warm = await runScenario(mainEnv, 'warm storm', states.warmStorm(states.quiet));
+    say(`warm storm: ${summary(warm)}`);
+    scenarios.push(warm);
     const workerPeakRssMb = workerPids.map((pid) => memoryMb(pid).hwm);
-    const versionsOf = await versions(main.stats, redis);
+    const versionsOf = await versions(main.stats, redis, ownRedis !== null);
     await main.close();
     const room = rateRoom(scenarios, limits, os.cpus().length);
     const storm = scenarios.find((s) => s.name === 'storm');
     if (storm && room) storm.efficiency = room.efficiency;
 
-    let peer: BenchReport['peer'];
-    let webhookStorm: ScenarioResult | undefined;
+    let peer: PeerComparison | undefined;
     if (args.peer && storm) {
+      const notifications = storm.channels.webhook.sent;
       say(
-        `peer: ${args.peer}, fed the storm's ${storm.channels.webhook.sent} webhook notifications`,
+        `peer: ${args.peer}, fed the storm's ${notifications} webhook notifications, ${peerRuns} runs in turns with ours`,
       );
-      receiver.reset();
-      peer = await runAlertmanagerPeer({
-        receiverOrigin: receiver.origin,
-        notifications: storm.channels.webhook.sent,
-        say,
-      });
-      say('skipped' in peer ? `peer skipped: ${peer.skipped}` : 'peer done');
-      if (!('skipped' in peer)) {
-        // The peer sends webhooks only; the storm above also sent email, whose messages cost
-        // more than a webhook's. The same storm for the webhook subscribers alone, on a fresh
-        // database and fresh workers, gives our CPU per webhook notification (issue 21).
-        say('storm cycle again, webhook subscribers only');
-        const webhookData = webhookSubscribersOnly(data);
+      // Ours: the same storm for the webhook subscribers alone (the peer sends webhooks only,
+      // and an email costs several webhooks), on a fresh database and fresh workers, then a
+      // second storm in the same workers.
+      const webhookData = webhookSubscribersOnly(data);
+      const comparison: PeerComparison = { rounds: [], ours: [] };
+      for (let round = 1; round <= peerRuns; round += 1) {
+        receiver.reset();
+        const theirs = await runAlertmanagerPeer({
+          receiverOrigin: receiver.origin,
+          notifications,
+          say,
+        });
+        comparison.rounds.push(theirs);
+        if ('skipped' in theirs) {
+          say(`peer skipped: ${theirs.skipped}`);
+          break;
+        }
+        say(`peer run ${round}: ${theirs.cpuMsPerNotification.toFixed(3)} ms per notification`);
+        say(`our webhook storms, run ${round}: fresh workers, then warm`);
         const again = await open(webhookData);
         const pids = await again.startWorkers(workerCount, {
           nodeArgs: [],
@@ -276,14 +325,29 @@ async function runOnce(): Promise<BenchReport> {
         });
         const againEnv = envOf(again, webhookData, pids);
         if (source === 'v1') await adoptV1Points(againEnv);
-        webhookStorm = await runScenario(
+        const webhookStates = scenarioStates(webhookData, new Date());
+        const cold = await runScenario(againEnv, 'storm', webhookStates.storm);
+        say(`storm, webhook subscribers only: ${summary(cold)}`);
+        const warmAgain = await runScenario(
           againEnv,
-          'storm',
-          scenarioStates(webhookData, new Date()).storm,
+          'warm storm',
+          webhookStates.warmStorm(webhookStates.storm),
         );
-        say(`storm, webhook subscribers only: ${summary(webhookStorm)}`);
+        say(`warm storm, webhook subscribers only: ${summary(warmAgain)}`);
         await again.close();
+        comparison.ours.push({ cold, warm: warmAgain });
       }
+      if (comparison.ours.length > 0) {
+        say('peer once more, fed the storm while as many earlier alerts stay active');
+        receiver.reset();
+        comparison.loaded = await runAlertmanagerPeer({
+          receiverOrigin: receiver.origin,
+          notifications,
+          activeBefore: notifications,
+          say,
+        });
+      }
+      peer = comparison;
     }
 
     const report: BenchReport = {
@@ -320,12 +384,10 @@ async function runOnce(): Promise<BenchReport> {
             ? { weatherAlert: mainEnv.watchers.size }
             : { warningList: 1, warningNow: data.places.length },
         peer,
-        webhookStorm,
       }),
       ...(room ? { rateRoom: room } : {}),
       ...(peer ? { peer } : {}),
-      ...(webhookStorm ? { webhookStorm } : {}),
-      correct: [...scenarios, ...(webhookStorm ? [webhookStorm] : [])].every(
+      correct: [...scenarios, ...(peer?.ours.flatMap((o) => [o.cold, o.warm]) ?? [])].every(
         (s) => s.correctness.ok,
       ),
     };
@@ -363,7 +425,7 @@ async function main(): Promise<number> {
   await writeFile(outFile, `${JSON.stringify(report, null, 2)}\n`);
   say(`report written to ${outFile}`);
   if (!quick && !args['no-md'] && source === 'v7') {
-    await updateBenchmarksMd(formatMarkdown(report));
+    await updateBenchmarksMd(report);
     say('BENCHMARKS.md updated');
   }
   return reports.every((r) => r.correct) ? 0 : 1;

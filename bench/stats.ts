@@ -71,6 +71,18 @@ export async function readTransactions(client: pg.Client): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/**
+ * Transactions of every other database of the server. WAL is counted server-wide only: when
+ * these move during a scenario, someone else's writes are in its WAL figure.
+ */
+export async function readOtherTransactions(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ n: string | null }>(
+    `SELECT sum(xact_commit + xact_rollback)::text AS n FROM pg_stat_database
+     WHERE datname IS NOT NULL AND datname <> current_database()`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
 /** WAL the server has written (pg_stat_wal, Postgres 14+; the whole server, and the bench's
  * database is the only busy one while a scenario runs). */
 export async function readWalBytes(client: pg.Client): Promise<number> {

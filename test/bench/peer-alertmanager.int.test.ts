@@ -153,7 +153,7 @@ describe('runAlertmanagerPeer', () => {
       expect(Object.keys(result).sort()).toEqual(['name', 'skipped']);
       const chosen = process.env.ALERTMANAGER_BIN;
       expect(result.skipped).toContain(chosen ? chosen : 'prometheus-alertmanager');
-      expect(peerRows(result, undefined)).toEqual([
+      expect(peerRows([result], undefined, undefined)).toEqual([
         { label: 'Alertmanager', cells: [`skipped: ${result.skipped}`, ''] },
       ]);
       expect(receiver.peerRequests).toBe(0);
@@ -165,6 +165,7 @@ describe('runAlertmanagerPeer', () => {
     expect(result.version).toMatch(/^\d+\.\d+/);
     expect(result.complete).toBe(true);
     expect(result.notifications).toBe(N);
+    expect(result.activeBefore).toBe(0);
     expect(result.alertsReceived).toBe(N);
     // Grouping off: one alert a webhook.
     expect(result.webhooks).toBe(N);
@@ -192,9 +193,10 @@ describe('runAlertmanagerPeer', () => {
     const dir = dirname(configArg.slice('--config.file='.length));
     await expect(readdir(dir)).rejects.toMatchObject({ code: 'ENOENT' });
 
-    const rows = peerRows(result, {
-      cpuMsPerNotification: 1.5,
-      webhooksPerSecond: 2000,
+    const rows = peerRows([result], undefined, {
+      coldCpuMs: [1.5],
+      warmCpuMs: [1.2],
+      webhooksPerSecond: [2000],
       bothChannelsCpuMs: 1.75,
     });
     for (const row of rows) expect(row.cells).toHaveLength(2);
@@ -211,5 +213,38 @@ describe('runAlertmanagerPeer', () => {
       'no / no',
       'yes / yes',
     ]);
+  });
+
+  it('measures only the new alerts when as many earlier ones are still active', async () => {
+    if (findAlertmanager() === null) {
+      // Nothing to run: the skipped record is the test above's.
+      expect(
+        await runAlertmanagerPeer({
+          receiverOrigin: receiver.origin,
+          notifications: N,
+          activeBefore: N,
+        }),
+      ).toHaveProperty('skipped');
+      return;
+    }
+    receiver.reset();
+    const result = await runAlertmanagerPeer({
+      receiverOrigin: receiver.origin,
+      notifications: N,
+      activeBefore: 2 * N,
+      timeoutMs: 30_000,
+    });
+    if ('skipped' in result) throw new Error(result.skipped);
+    expect(result.activeBefore).toBe(2 * N);
+    expect(result.complete).toBe(true);
+    // The earlier alerts arrived first, each once; the measured figures count the new ones only.
+    expect(receiver.peerAlerts).toBe(3 * N);
+    expect(receiver.peerRequests).toBe(3 * N);
+    expect(result.alertsReceived).toBe(N);
+    expect(result.webhooks).toBe(N);
+    expect(result.cpuMsPerNotification).toBeCloseTo(
+      ((result.cpuSeconds.alertmanager + result.cpuSeconds.feeder) / N) * 1000,
+      9,
+    );
   });
 });
