@@ -34,6 +34,12 @@ export interface Message {
   notifications: readonly Notification[];
   /** For hold 'quiet': the subscriber's quiet hours, named in the heading (local "HH:MM"). */
   quietHours?: { from: string; to: string };
+  /**
+   * Two messages with the same key have the same webhook body (which holds neither the message
+   * id nor the reader's time zone), so a sender may render it once for all their subscribers;
+   * absent when the body is the message's own.
+   */
+  webhookBodyKey?: string;
 }
 
 /** A message with no notification cannot be rendered: the pipeline must never create one. */

@@ -40,8 +40,28 @@ export function notificationFor(
   };
 }
 
+/**
+ * What a one-notification webhook body is made of: the event (its place, record, supersedes,
+ * attributions and detection time never change), what it was told as (an update told as first
+ * news is a `new`), the language, whether it was in force when they subscribed, and the place's
+ * names as they are now (a rename, or an English name looked up later).
+ */
+function webhookBodyKey(message: Outgoing): string | undefined {
+  const [only, ...more] = message.notifications;
+  if (!only || more.length > 0) return undefined;
+  return [
+    only.event_id,
+    only.event_type,
+    message.lang,
+    only.in_force ? 1 : 0,
+    only.place_name ?? '',
+    only.place_name_en ?? '',
+  ].join('\u0000');
+}
+
 /** What the channels send: the message id and its notifications, rendered by the channel. */
 export function contentOf(message: Outgoing): Message {
+  const bodyKey = webhookBodyKey(message);
   return {
     id: message.id,
     hold: message.hold,
@@ -52,5 +72,6 @@ export function contentOf(message: Outgoing): Message {
     ...(message.quiet_from && message.quiet_to
       ? { quietHours: { from: message.quiet_from, to: message.quiet_to } }
       : {}),
+    ...(bodyKey === undefined ? {} : { webhookBodyKey: bodyKey }),
   };
 }

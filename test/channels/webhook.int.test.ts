@@ -58,6 +58,35 @@ afterAll(async () => {
 const target = (path = '/hook') => ({ url: receiver.url(path), secret: WEBHOOK_SECRET });
 
 describe('webhook sender', () => {
+  it('renders a body once per body key, and signs each message with its own id', async () => {
+    const s = sender();
+    const first = { ...messageOf(sampleNotification()), webhookBodyKey: 'event-1|new|zh' };
+    // Same key: the sender takes it that the body is the same, and sends the one it rendered.
+    const second = {
+      ...messageOf(sampleNotification({ deliveryId: '5d8c5e1a-3f4b-4a2e-8c9d-0e1f2a3b4c5d' })),
+      webhookBodyKey: 'event-1|new|zh',
+      notifications: [
+        sampleNotification({
+          deliveryId: '5d8c5e1a-3f4b-4a2e-8c9d-0e1f2a3b4c5d',
+          eventType: 'update',
+        }),
+      ],
+    };
+    const third = {
+      ...second,
+      id: '6e9d6f2b-4a5c-4b3f-9d0e-1f2a3b4c5d6e',
+      webhookBodyKey: undefined,
+    };
+    await s.send(target(), first);
+    await s.send(target(), second);
+    await s.send(target(), third);
+    const [a, b, c] = receiver.requests;
+    expect(b!.body).toBe(a!.body);
+    expect((JSON.parse(c!.body) as { type: string }).type).toBe('warning.update');
+    expect([a, b, c].map((r) => r!.headers['webhook-id'])).toEqual([first.id, second.id, third.id]);
+    expect([a, b, c].every((r) => r!.verified)).toBe(true);
+  });
+
   it('posts the docs/messages.md body, signed so that standardwebhooks verifies it', async () => {
     const n = sampleNotification();
     const result = await sender().send(target(), messageOf(n));
