@@ -398,18 +398,23 @@ export function scenarioStates(
   storm: ScenarioState;
   escalation: ScenarioState;
   quiet: ScenarioState;
+  /** Every warning in force after the storm cancelled at once. */
+  allClearAfterStorm: ScenarioState;
+  /** Every warning in force after the escalation (and the quiet cycle) cancelled at once. */
+  allClearAfterEscalation: ScenarioState;
   /**
-   * A second storm over the other half of the places, in workers that have run one already:
-   * what `after` answers stays as it is (checked again, unchanged) and the new warnings are
-   * told. Its figures against the storm's are warm against cold.
+   * After an all clear: a storm over the other half of the places, nothing else in force, so
+   * the same work as the storm's in workers that have run one already (warm against cold).
    */
-  warmStorm: (after: ScenarioState) => ScenarioState;
+  warmStorm: ScenarioState;
 } {
   const random = seededRandom(0x570a);
   const order = shuffled(data.places, random);
   const hit = order.slice(0, Math.floor(data.places.length / 2));
   const stormPub = new Date(now.getTime() - 30 * 60_000);
   const escalationPub = new Date(now.getTime() - 5 * 60_000);
+  const clearPub = new Date(now.getTime() - 3 * 60_000);
+  const warmPub = new Date(now.getTime() - 60_000);
 
   const storm = new Map<string, V7WarningRecord[]>();
   const all: StormWarning[] = [];
@@ -430,6 +435,7 @@ export function scenarioStates(
       .map((w) => w.record.id),
   );
   const escalation = new Map<string, V7WarningRecord[]>();
+  const inForceAfterEscalation: StormWarning[] = [];
   for (const w of all) {
     let record = w.record;
     if (updated.has(record.id)) {
@@ -444,6 +450,7 @@ export function scenarioStates(
         endTime: new Date(now.getTime() + 36 * 3_600_000),
         place: w.place,
       });
+      inForceAfterEscalation.push({ ...w, record, seq: w.seq + 10, level: NEXT_LEVEL[w.level] });
     } else if (cancelled.has(record.id)) {
       record = v7Warning({
         locationId: w.place.id,
@@ -455,18 +462,39 @@ export function scenarioStates(
         pubTime: escalationPub,
         place: w.place,
       });
+    } else {
+      inForceAfterEscalation.push(w);
     }
     escalation.set(w.place.id, [...(escalation.get(w.place.id) ?? []), record]);
   }
 
   // Drawn last, so the storm and escalation above stay the same draws as before it existed.
   const second = new Map<string, V7WarningRecord[]>();
+  let secondCount = 0;
   for (const place of order.slice(hit.length)) {
-    second.set(
-      place.id,
-      stormWarnings(place, escalationPub, now, random).map((w) => w.record),
-    );
+    const records = stormWarnings(place, warmPub, now, random).map((w) => w.record);
+    second.set(place.id, records);
+    secondCount += records.length;
   }
+
+  /** Each of `inForce` cancelled: the answers hold only the cancels. */
+  const allClear = (inForce: readonly StormWarning[]): ScenarioState => {
+    const warnings = new Map<string, V7WarningRecord[]>();
+    for (const w of inForce) {
+      const cancel = v7Warning({
+        locationId: w.place.id,
+        seq: w.seq + 30,
+        typeCode: w.type,
+        level: w.level,
+        status: 'cancel',
+        related: w.record.id,
+        pubTime: clearPub,
+        place: w.place,
+      });
+      warnings.set(w.place.id, [...(warnings.get(w.place.id) ?? []), cancel]);
+    }
+    return { warnings, listed: null, expectedEvents: { ...NO_EVENTS(), cancel: inForce.length } };
+  };
 
   return {
     storm: { warnings: storm, listed: null, expectedEvents: { ...NO_EVENTS(), new: all.length } },
@@ -480,14 +508,12 @@ export function scenarioStates(
       listed: data.places.map((p) => p.id),
       expectedEvents: NO_EVENTS(),
     },
-    warmStorm: (after) => {
-      const warnings = new Map(after.warnings);
-      let count = 0;
-      for (const [place, records] of second) {
-        warnings.set(place, [...(warnings.get(place) ?? []), ...records]);
-        count += records.length;
-      }
-      return { warnings, listed: null, expectedEvents: { ...NO_EVENTS(), new: count } };
+    allClearAfterStorm: allClear(all),
+    allClearAfterEscalation: allClear(inForceAfterEscalation),
+    warmStorm: {
+      warnings: second,
+      listed: null,
+      expectedEvents: { ...NO_EVENTS(), new: secondCount },
     },
   };
 }

@@ -27,6 +27,8 @@ export interface BenchReport {
     /** What the workers polled: v7's list and places, or v1's points. */
     source: BenchSource;
     workerProcesses: number;
+    /** Node options the worker processes ran with (`--worker-node-args`); none by default. */
+    workerNodeArgs?: string[];
     checkConcurrency: number;
     deliveryConcurrency: number;
     qweatherQpm: number;
@@ -62,10 +64,10 @@ export interface PeerComparison {
   rounds: PeerResult[];
   /**
    * Ours after each of those rounds: the storm of the webhook subscribers alone on a fresh
-   * database and fresh workers (cold), then a second storm in the same workers while the
-   * first one's warnings hold (warm).
+   * database and fresh workers (cold), an all clear, then a storm over the other half of the
+   * places in the same workers (warm).
    */
-  ours: { cold: ScenarioResult; warm: ScenarioResult }[];
+  ours: { cold: ScenarioResult; clear: ScenarioResult; warm: ScenarioResult }[];
   /** Alertmanager once more, fed the storm while as many earlier alerts stay active. */
   loaded?: PeerResult;
 }
@@ -521,6 +523,7 @@ function settingsLine(r: BenchReport): string {
     `${n0(s.places)} places, ${n0(s.subscribers)} subscribers, ` +
     `${n0(s.subscriptions)} subscriptions (${n0(s.subscriptionsByChannel.webhook)} webhook, ` +
     `${n0(s.subscriptionsByChannel.email)} email); ${s.workerProcesses} worker processes ` +
+    (s.workerNodeArgs?.length ? `(node ${s.workerNodeArgs.join(' ')}) ` : '') +
     `(check concurrency ${s.checkConcurrency}, delivery concurrency ${s.deliveryConcurrency}); ` +
     `${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGb} GB, Node ${r.machine.node}, ` +
     `${r.machine.postgres}, Redis ${r.machine.redis}`

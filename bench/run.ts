@@ -45,6 +45,7 @@ import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
 const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--peer-runs N] [--source v7|v1]
        [--workers N] [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
+       [--worker-node-args "--max-semi-space-size=N ..."]
        [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--english SHARE] [--keep]
        npm run bench -- --compare REF [--runs N] [--quick] [--workers N] [--source v7|v1] [...]`;
 
@@ -61,6 +62,8 @@ const { values: args } = parseArgs({
     'check-concurrency': { type: 'string' },
     'delivery-concurrency': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
+    // Node's own options for the worker processes (V8 flags such as --max-semi-space-size=N).
+    'worker-node-args': { type: 'string', default: '' },
     'log-level': { type: 'string', default: 'info' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     // Unset: a redis-server of the bench's own when one is on PATH, else 127.0.0.1:6379.
@@ -114,6 +117,7 @@ if (args.source !== 'v7' && args.source !== 'v1') {
   throw new Error(`--source: ${args.source} (v7, the default, or v1)`);
 }
 const source: BenchSource = args.source;
+const workerNodeArgs = args['worker-node-args'].split(/\s+/).filter((a) => a !== '');
 // The latest full run of each source has a file of its own; BENCHMARKS.md's table is v7's.
 const outFile = resolve(
   args.out ??
@@ -248,7 +252,10 @@ async function runOnce(): Promise<BenchReport> {
 
     const profileDir = join(REPO_ROOT, 'bench/results');
     if (args['cpu-prof']) mkdirSync(profileDir, { recursive: true });
-    const nodeArgs = args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    const nodeArgs = [
+      ...workerNodeArgs,
+      ...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ];
     const workerPids = await main.startWorkers(workerCount, { nodeArgs, logName: 'worker' });
     say(`${workerCount} worker processes ready (logs in ${os.tmpdir()}/qwn-bench-worker-*.log)`);
 
@@ -282,10 +289,17 @@ async function runOnce(): Promise<BenchReport> {
       say(`${name}: ${summary(result)}`);
       scenarios.push(result);
     }
-    say('warm storm cycle: the other half of the places, the first storm still in force');
-    const warm = await runScenario(mainEnv, 'warm storm', states.warmStorm(states.quiet));
-    say(`warm storm: ${summary(warm)}`);
-    scenarios.push(warm);
+    // Every warning cancelled, then a storm over the other half: the storm's work again, in
+    // workers that have compiled it.
+    for (const [name, state] of [
+      ['all clear', states.allClearAfterEscalation],
+      ['warm storm', states.warmStorm],
+    ] as const) {
+      say(`${name} cycle`);
+      const result = await runScenario(mainEnv, name, state);
+      say(`${name}: ${summary(result)}`);
+      scenarios.push(result);
+    }
     const workerPeakRssMb = workerPids.map((pid) => memoryMb(pid).hwm);
     const versionsOf = await versions(main.stats, redis, ownRedis !== null);
     await main.close();
@@ -320,7 +334,7 @@ async function runOnce(): Promise<BenchReport> {
         say(`our webhook storms, run ${round}: fresh workers, then warm`);
         const again = await open(webhookData);
         const pids = await again.startWorkers(workerCount, {
-          nodeArgs: [],
+          nodeArgs: workerNodeArgs,
           logName: 'webhook-worker',
         });
         const againEnv = envOf(again, webhookData, pids);
@@ -328,14 +342,12 @@ async function runOnce(): Promise<BenchReport> {
         const webhookStates = scenarioStates(webhookData, new Date());
         const cold = await runScenario(againEnv, 'storm', webhookStates.storm);
         say(`storm, webhook subscribers only: ${summary(cold)}`);
-        const warmAgain = await runScenario(
-          againEnv,
-          'warm storm',
-          webhookStates.warmStorm(webhookStates.storm),
-        );
+        const clear = await runScenario(againEnv, 'all clear', webhookStates.allClearAfterStorm);
+        say(`all clear, webhook subscribers only: ${summary(clear)}`);
+        const warmAgain = await runScenario(againEnv, 'warm storm', webhookStates.warmStorm);
         say(`warm storm, webhook subscribers only: ${summary(warmAgain)}`);
         await again.close();
-        comparison.ours.push({ cold, warm: warmAgain });
+        comparison.ours.push({ cold, clear, warm: warmAgain });
       }
       if (comparison.ours.length > 0) {
         say('peer once more, fed the storm while as many earlier alerts stay active');
@@ -364,6 +376,7 @@ async function runOnce(): Promise<BenchReport> {
       settings: {
         source,
         workerProcesses: workerCount,
+        workerNodeArgs,
         checkConcurrency: main.config.checkConcurrency,
         deliveryConcurrency: main.config.deliveryConcurrency,
         qweatherQpm: main.config.qweather.qpm,
@@ -387,9 +400,10 @@ async function runOnce(): Promise<BenchReport> {
       }),
       ...(room ? { rateRoom: room } : {}),
       ...(peer ? { peer } : {}),
-      correct: [...scenarios, ...(peer?.ours.flatMap((o) => [o.cold, o.warm]) ?? [])].every(
-        (s) => s.correctness.ok,
-      ),
+      correct: [
+        ...scenarios,
+        ...(peer?.ours.flatMap((o) => [o.cold, o.clear, o.warm]) ?? []),
+      ].every((s) => s.correctness.ok),
     };
     return report;
   } finally {

@@ -28,7 +28,7 @@ import {
   type TableStats,
 } from './stats.js';
 
-export type ScenarioName = 'storm' | 'escalation' | 'quiet' | 'warm storm';
+export type ScenarioName = 'storm' | 'escalation' | 'quiet' | 'all clear' | 'warm storm';
 
 export interface ChannelResult {
   /** The cycle's notifications of this channel (ledger rows). */

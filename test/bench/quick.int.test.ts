@@ -54,6 +54,7 @@ describe('npm run bench -- --quick', () => {
       'storm',
       'escalation',
       'quiet',
+      'all clear',
       'warm storm',
     ]);
     for (const s of report.scenarios) expect(s.correctness.problems).toEqual([]);
@@ -99,18 +100,26 @@ describe('npm run bench -- --quick', () => {
     expect(storm!.listed).toBe(Math.floor(report.settings.places / 2));
   });
 
-  it('storms again over the other half of the places in warm workers, the first storm in force', () => {
-    const [storm, , , warm] = report.scenarios;
-    // The first storm's places are listed and checked again, unchanged; the rest are new.
-    expect(warm!.listed).toBe(report.settings.places);
+  it('clears every warning in force, then storms over the other half in the same workers', () => {
+    const [storm, escalation, , clear, warm] = report.scenarios;
+    // The all clear cancels what the escalation left in force: every place of the storm.
+    const inForce = storm!.events.new - escalation!.events.cancel;
+    expect(clear!.events).toEqual({ new: 0, update: 0, cancel: inForce, expired: 0, resumed: 0 });
+    // Listed: the storm's places that still have a warning in force (the escalation may have
+    // cancelled all of one place's).
+    expect(clear!.listed).toBeGreaterThan(0);
+    expect(clear!.listed).toBeLessThanOrEqual(storm!.listed);
+    expect(clear!.channels.webhook.sent).toBeGreaterThan(0);
+    // Then nothing is in force: the warm storm checks only its own places, as the storm did.
+    expect(warm!.listed).toBe(report.settings.places - storm!.listed);
+    expect(warm!.checked).toBe(warm!.listed);
     expect(warm!.events).toEqual(warm!.expectedEvents);
     expect(warm!.events.new).toBeGreaterThan(0);
-    expect(warm!.events.update + warm!.events.cancel + warm!.events.expired).toBe(0);
     expect(warm!.channels.webhook.sent).toBeGreaterThan(0);
     expect(warm!.channels.email.sent).toBeGreaterThan(0);
-    // The same workers ran both: their CPU is measured for each storm apart.
+    // The same workers ran both storms: their CPU is measured for each apart.
     expect(warm!.cpuSeconds.workers).toHaveLength(storm!.cpuSeconds.workers.length);
-    expect(warm!.correctness.problems).toEqual([]);
+    for (const s of [clear!, warm!]) expect(s.correctness.problems).toEqual([]);
   });
 
   it("counts the bench's own Redis and says whether other databases wrote beside the WAL", () => {
@@ -277,16 +286,18 @@ describe('npm run bench -- --quick', () => {
     // Ours: the storm again for the webhook subscribers alone, fresh database and workers,
     // then a second storm in the same workers: webhooks only, each delivered once.
     expect(peer.ours).toHaveLength(1);
-    const { cold, warm } = peer.ours[0]!;
+    const { cold, clear, warm } = peer.ours[0]!;
     expect(cold.name).toBe('storm');
+    expect(clear.name).toBe('all clear');
     expect(warm.name).toBe('warm storm');
+    expect(clear.events.cancel).toBe(cold.events.new);
     const cpuMs = (s: typeof cold) => {
       const c = s.cpuSeconds;
       const cpu = c.workers.reduce((a, b) => a + b, 0) + c.runner + c.postgres + c.redis;
       expect(cpu).toBeGreaterThan(0);
       return (cpu / s.channels.webhook.sent) * 1000;
     };
-    for (const s of [cold, warm]) {
+    for (const s of [cold, clear, warm]) {
       expect(s.correctness.problems).toEqual([]);
       expect(s.channels.email.sent).toBe(0);
       expect(s.channels.webhook.sent).toBe(s.correctness.expectedDeliveries);
