@@ -20,6 +20,7 @@ import {
   readRedisStats,
   readTableStats,
   readTransactions,
+  otherTransactionsBetween,
   readOtherTransactions,
   readWalBytes,
   redisDelta,
@@ -324,7 +325,10 @@ export async function runScenario(
   const tables = tableDelta(tablesBefore, await readTableStats(stats));
   const transactions = (await readTransactions(stats)) - xactBefore;
   const walBytes = (await readWalBytes(stats)) - walBefore;
-  const otherDatabasesTransactions = (await readOtherTransactions(stats)) - othersBefore;
+  const otherDatabasesTransactions = otherTransactionsBetween(
+    othersBefore,
+    await readOtherTransactions(stats),
+  );
 
   const [cycle] = await queryRows<CycleRow>(
     ctx.db,

@@ -72,15 +72,28 @@ export async function readTransactions(client: pg.Client): Promise<number> {
 }
 
 /**
- * Transactions of every other database of the server. WAL is counted server-wide only: when
- * these move during a scenario, someone else's writes are in its WAL figure.
+ * Transactions of each other database of the server, by its oid. WAL is counted server-wide
+ * only: when these move during a scenario, someone else's writes are in its WAL figure.
  */
-export async function readOtherTransactions(client: pg.Client): Promise<number> {
-  const { rows } = await client.query<{ n: string | null }>(
-    `SELECT sum(xact_commit + xact_rollback)::text AS n FROM pg_stat_database
+export async function readOtherTransactions(client: pg.Client): Promise<Map<number, number>> {
+  const { rows } = await client.query<{ id: number; n: string }>(
+    `SELECT datid::int AS id, (xact_commit + xact_rollback)::text AS n FROM pg_stat_database
      WHERE datname IS NOT NULL AND datname <> current_database()`,
   );
-  return Number(rows[0]?.n ?? 0);
+  return new Map(rows.map((r) => [r.id, Number(r.n)]));
+}
+
+/**
+ * The other databases' transactions between two readings: those of a database created
+ * meanwhile count whole, a dropped one's are gone (a sum over all would go down with it).
+ */
+export function otherTransactionsBetween(
+  before: ReadonlyMap<number, number>,
+  after: ReadonlyMap<number, number>,
+): number {
+  let n = 0;
+  for (const [id, count] of after) n += Math.max(0, count - (before.get(id) ?? 0));
+  return n;
 }
 
 /** WAL the server has written (pg_stat_wal, Postgres 14+; the whole server, and the bench's
