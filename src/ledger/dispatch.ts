@@ -3,6 +3,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CHANNELS, kindOf } from '../channels/kinds.js';
 import type { Channel, CreatedMessage } from './message.js';
+import type { FirstAttemptBatch } from '../runtime/context.js';
 import { deliverJobId, type Queues } from '../runtime/queues.js';
 
 /**
@@ -80,39 +81,60 @@ export async function enqueueMessage(
   return true;
 }
 
+/** A first-attempt job as its messages' writer planned it: id, channel, due time, messages. */
+export interface PlannedBatch extends FirstAttemptBatch {
+  /** Epoch milliseconds: a batch's messages share one due time. */
+  dueAt: number;
+}
+
+/** The messages a writer just committed, in the batches it planned (`first_job_id`). */
+export function plannedBatches(created: readonly Omit<CreatedMessage, 'leased'>[]): PlannedBatch[] {
+  const batches = new Map<string, PlannedBatch>();
+  for (const m of created) {
+    const batch = batches.get(m.firstJobId);
+    if (batch) batch.messageIds.push(m.id);
+    else
+      batches.set(m.firstJobId, {
+        jobId: m.firstJobId,
+        channel: m.channel,
+        dueAt: m.dueAt.getTime(),
+        messageIds: [m.id],
+      });
+  }
+  return [...batches.values()];
+}
+
 /**
- * First attempts of the messages a check just committed, one job per planned batch in their
- * channel's queue; a batch that collects (a cycle's messages, a quiet window's) is delayed until
+ * One deliver job per batch, in its channel's queue, with the batch's id: the job owns its
+ * first attempts. A batch that collects (a cycle's messages, a quiet window's) is delayed until
  * it is due. Whoever sends such a message earlier (the cycle's release, an urgent notification)
  * leaves the delayed job nothing to claim; the sweeper finds a message whose job was lost.
  */
-export async function enqueueFirstAttempts(
+export async function enqueueBatches(
   queues: DeliverQueues,
-  created: readonly Omit<CreatedMessage, 'leased'>[],
+  batches: readonly PlannedBatch[],
   now: Date,
 ): Promise<void> {
   for (const channel of CHANNELS) {
-    // A batch's messages share one due time.
-    const batches = new Map<string, { dueAt: number; messageIds: string[] }>();
-    for (const message of created) {
-      if (message.channel !== channel) continue;
-      const batch = batches.get(message.firstJobId);
-      if (batch) batch.messageIds.push(message.id);
-      else
-        batches.set(message.firstJobId, {
-          dueAt: message.dueAt.getTime(),
-          messageIds: [message.id],
-        });
-    }
-    if (batches.size === 0) continue;
+    const jobs = batches.filter((b) => b.channel === channel);
+    if (jobs.length === 0) continue;
     await deliverQueue(queues, channel).addBulk(
-      [...batches].map(([jobId, { dueAt, messageIds }]) => ({
+      jobs.map(({ jobId, dueAt, messageIds }) => ({
         name: DELIVER_JOB,
         data: { messageIds } satisfies DeliverPayload,
         opts: { jobId, ...(dueAt > now.getTime() ? { delay: dueAt - now.getTime() } : {}) },
       })),
     );
   }
+}
+
+/** First attempts of the messages a writer just committed, in the batch jobs it planned. */
+export async function enqueueFirstAttempts(
+  queues: DeliverQueues,
+  created: readonly Omit<CreatedMessage, 'leased'>[],
+  now: Date,
+): Promise<void> {
+  await enqueueBatches(queues, plannedBatches(created), now);
 }
 
 /** Removes delayed jobs whose messages went sooner; one already running finds nothing to do. */

@@ -14,9 +14,9 @@ import {
 } from '../domain/schedule.js';
 import { parseLevel, type Level, type Warning } from '../domain/warning.js';
 import { carriedBy, IN_COLLECTING_MESSAGE } from './lookups.js';
-import type { FirstAttemptBatch, PipelineContext } from '../runtime/context.js';
+import type { PipelineContext } from '../runtime/context.js';
 import { scheduleCycleReleases } from './release.js';
-import { enqueueFirstAttempts, firstAttemptJob } from './dispatch.js';
+import { enqueueFirstAttempts, firstAttemptJob, plannedBatches } from './dispatch.js';
 import { CLAIM_SECONDS } from './take.js';
 import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import type { Channel, CreatedMessage, CycleRelease } from './message.js';
@@ -146,16 +146,7 @@ export async function enqueueInserted(
     sender ? inserted.messages.filter((m) => !m.leased) : inserted.messages,
     now,
   );
-  if (sender && here.length > 0) {
-    const batches = new Map<string, FirstAttemptBatch>();
-    for (const m of here) {
-      const batch = batches.get(m.firstJobId);
-      if (batch) batch.messageIds.push(m.id);
-      else
-        batches.set(m.firstJobId, { jobId: m.firstJobId, channel: m.channel, messageIds: [m.id] });
-    }
-    sender.send([...batches.values()]);
-  }
+  if (sender && here.length > 0) sender.send(plannedBatches(here));
   await scheduleCycleReleases(ctx, inserted.releases);
 }
 

@@ -1,6 +1,6 @@
 import { kindOf, type Channel } from '../channels/kinds.js';
 import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
-import { enqueueFirstAttempts } from '../ledger/index.js';
+import { enqueueBatches } from '../ledger/index.js';
 import type { FirstAttemptBatch, FirstAttemptSender, PipelineContext } from '../runtime/context.js';
 import { QUEUE_NAMES } from '../runtime/queues.js';
 import { runDeliver, SEND_START_DEADLINE_MS } from './deliver.js';
@@ -79,11 +79,9 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
   async #enqueue(batches: readonly FirstAttemptBatch[]): Promise<void> {
     const now = this.#ctx.now();
     try {
-      await enqueueFirstAttempts(
+      await enqueueBatches(
         this.#ctx.queues,
-        batches.flatMap((b) =>
-          b.messageIds.map((id) => ({ id, channel: b.channel, firstJobId: b.jobId, dueAt: now })),
-        ),
+        batches.map((b) => ({ ...b, dueAt: now.getTime() })),
         now,
       );
     } catch (err) {
