@@ -45,7 +45,7 @@ import { startBenchReceiver, startBenchSmtp } from './sinks.js';
 
 const USAGE = `usage: npm run bench -- [--quick] [--runs N] [--peer alertmanager] [--peer-runs N] [--source v7|v1]
        [--workers N] [--out FILE] [--no-md] [--check-concurrency N] [--delivery-concurrency N] [--cpu-prof]
-       [--worker-node-args "--max-semi-space-size=N ..."]
+       [--worker-node-args="--max-semi-space-size=N ..."]
        [--log-level L] [--pg URL] [--redis URL] [--places DIR] [--english SHARE] [--keep]
        npm run bench -- --compare REF [--runs N] [--quick] [--workers N] [--source v7|v1] [...]`;
 
@@ -62,7 +62,8 @@ const { values: args } = parseArgs({
     'check-concurrency': { type: 'string' },
     'delivery-concurrency': { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
-    // Node's own options for the worker processes (V8 flags such as --max-semi-space-size=N).
+    // Node's own options for the worker processes (V8 flags such as --max-semi-space-size=N),
+    // given with '=': a value that starts with a dash is otherwise taken for an option.
     'worker-node-args': { type: 'string', default: '' },
     'log-level': { type: 'string', default: 'info' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
