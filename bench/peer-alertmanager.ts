@@ -439,9 +439,13 @@ export function peerRows(
     ? ` (${incomplete.length} of ${measured.length} runs incomplete)`
     : '';
   const loadedRun = loaded && !('skipped' in loaded) ? loaded : undefined;
+  const theirCpuMs = medianOf(
+    measured.map((r) => r.cpuMsPerNotification),
+    n2,
+  );
   return [
     {
-      label: `runs, interleaved`,
+      label: 'runs, interleaved',
       cells: [String(measured.length), ours ? String(ours.coldCpuMs.length) : '–'],
     },
     {
@@ -456,24 +460,12 @@ export function peerRows(
     },
     {
       label: 'CPU ms per webhook notification (all processes), cold',
-      cells: [
-        medianOf(
-          measured.map((r) => r.cpuMsPerNotification),
-          n2,
-        ),
-        ours ? medianOf(ours.coldCpuMs, n2) : '–',
-      ],
+      cells: [theirCpuMs, ours ? medianOf(ours.coldCpuMs, n2) : '–'],
     },
     {
       // A Go binary compiles nothing as it runs: its fresh runs are its warm ones too.
       label: 'CPU ms per webhook notification, warm (ours: the next storm, same workers)',
-      cells: [
-        medianOf(
-          measured.map((r) => r.cpuMsPerNotification),
-          n2,
-        ),
-        ours ? medianOf(ours.warmCpuMs, n2) : '–',
-      ],
+      cells: [theirCpuMs, ours ? medianOf(ours.warmCpuMs, n2) : '–'],
     },
     {
       label: 'CPU ms per webhook notification, with a storm of alerts still active',
