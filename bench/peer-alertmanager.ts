@@ -1,12 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, rmSync, statSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { median } from './median.js';
-import { cpuSeconds, exited, freeLoopbackPort, memoryMb } from './procs.js';
+import {
+  cpuSeconds,
+  exited,
+  freeLoopbackPort,
+  isExecutableFile,
+  memoryMb,
+  onPath,
+} from './procs.js';
 import { sampleNotification } from './sample.js';
 import type { PeerCounts } from './sinks.js';
 
@@ -64,15 +71,6 @@ const STOP_GRACE_MS = 5000;
 const POLL_MS = 50;
 const PROGRESS_EVERY_MS = 5000;
 
-function isExecutableFile(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The Alertmanager binary to measure: ALERTMANAGER_BIN when set, else the first of its names
  * on PATH. An ALERTMANAGER_BIN that is not an executable file gives null rather than a binary
@@ -81,12 +79,9 @@ function isExecutableFile(path: string): boolean {
 export function findAlertmanager(env: NodeJS.ProcessEnv = process.env): string | null {
   const chosen = env.ALERTMANAGER_BIN;
   if (chosen) return isExecutableFile(chosen) ? chosen : null;
-  const dirs = (env.PATH ?? '').split(delimiter).filter((dir) => dir !== '');
   for (const name of BINARY_NAMES) {
-    for (const dir of dirs) {
-      const path = join(dir, name);
-      if (isExecutableFile(path)) return path;
-    }
+    const path = onPath(name, env);
+    if (path !== null) return path;
   }
   return null;
 }

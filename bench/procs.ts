@@ -1,6 +1,7 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Child processes of the bench and what the kernel says about them (Linux /proc). */
@@ -123,4 +124,22 @@ export function freeLoopbackPort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+export function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The first executable file called `name` in a directory of `env.PATH`, or null. */
+export function onPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  for (const dir of (env.PATH ?? '').split(delimiter).filter((d) => d !== '')) {
+    const path = join(dir, name);
+    if (isExecutableFile(path)) return path;
+  }
+  return null;
 }

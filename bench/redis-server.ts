@@ -1,9 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { exited, freeLoopbackPort } from './procs.js';
+import { exited, freeLoopbackPort, onPath } from './procs.js';
 
 /**
  * A Redis server of the bench's own (issue 38): its CPU and command counters are the bench's
@@ -18,19 +16,6 @@ export interface PrivateRedis {
 }
 
 const READY_TIMEOUT_MS = 10_000;
-
-function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
-  for (const dir of (env.PATH ?? '').split(delimiter).filter((d) => d !== '')) {
-    const path = join(dir, name);
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not in this directory
-    }
-  }
-  return null;
-}
 
 /** Starts `redis-server` on a free loopback port; null when there is no such binary on PATH. */
 export async function startPrivateRedis(
