@@ -21,12 +21,16 @@ export interface Limit {
   readonly seconds: number;
   readonly errors: number;
   readonly firstError?: string;
+}
+
+/** A limit whose client processes' CPU was measured too. */
+export interface TimedLimit extends Limit {
   /**
    * CPU seconds of the client processes and of the runner answering them (receiver, SMTP
    * server) from 'go' to the end: for the webhook and email limits, what a bare send costs.
-   * A server's own CPU (Postgres, Redis) is not in it; the BullMQ limit has none.
+   * A server's own CPU (Postgres) is not in it.
    */
-  readonly cpuSeconds?: number;
+  readonly cpuSeconds: number;
 }
 
 /**
@@ -46,8 +50,8 @@ export interface BothChannelsLimit {
 
 export interface Limits {
   readonly bullmqNoopJobs: Limit;
-  readonly undiciPosts: Limit;
-  readonly nodemailerSends: Limit;
+  readonly undiciPosts: TimedLimit;
+  readonly nodemailerSends: TimedLimit;
   readonly bothChannels: BothChannelsLimit;
   readonly postgresInsertRows: Limit;
 }
@@ -125,7 +129,7 @@ function sumLimit(results: readonly LaneResult[]): Limit {
   };
 }
 
-async function together(setup: Setup, tasks: LimitTask[]): Promise<Limit> {
+async function together(setup: Setup, tasks: LimitTask[]): Promise<TimedLimit> {
   const { results, runnerCpuMs } = await runTogether<LimitResult>(setup, tasks);
   const childrenCpuMs = results.reduce((n, r) => n + r.cpuMs, 0);
   return { ...sumLimit(results), cpuSeconds: (childrenCpuMs + runnerCpuMs) / 1000 };

@@ -1,5 +1,5 @@
 import type { BenchSource } from './data.js';
-import type { Limit, Limits } from './limits.js';
+import type { Limit, Limits, TimedLimit } from './limits.js';
 import { median } from './median.js';
 import {
   peerRows,
@@ -100,8 +100,8 @@ export interface TargetSeries {
  * The storm's two rate targets, worked out on this run's own figures. Each channel's rate is
  * its sends over the time from its first to its last, so meeting both means every send of the
  * storm done within `windowSeconds` of the first. In that window the machine has
- * `windowSeconds` × cores of CPU, and the bare sends of the storm's deliveries (the
- * both-channel limit, scaled to the storm's counts) take `bareSendCpuSeconds` of it; the rest
+ * `windowSeconds` × cores of CPU, and the bare sends of the storm's deliveries (each channel's
+ * limit, its CPU per send scaled to the storm's sends) take `bareSendCpuSeconds` of it; the rest
  * is all the checks, ledger, queues, rendering and signing may use. A delivery here is a send:
  * one message (a POST or an email), which may carry several notifications (docs/messages.md).
  */
@@ -129,24 +129,21 @@ export function rateRoom(
   cpus: number,
 ): RateRoom | undefined {
   const storm = scenarios.find((s) => s.name === 'storm');
-  const both = limits.bothChannels;
-  if (!storm || both.webhook.count + both.email.count === 0) return undefined;
+  const { undiciPosts, nodemailerSends } = limits;
+  if (!storm || undiciPosts.count === 0 || nodemailerSends.count === 0) return undefined;
   // A send is a message: one POST or one email, however many notifications it carries.
   const webhooks = storm.channels.webhook.messagesSent;
   const emails = storm.channels.email.messagesSent;
   const deliveries = webhooks + emails;
   if (deliveries === 0) return undefined;
   const windowSeconds = Math.max(
-    webhooks / (WEBHOOK_RATE_TARGET * limits.undiciPosts.perSecond),
-    emails / (EMAIL_RATE_TARGET * limits.nodemailerSends.perSecond),
+    webhooks / (WEBHOOK_RATE_TARGET * undiciPosts.perSecond),
+    emails / (EMAIL_RATE_TARGET * nodemailerSends.perSecond),
   );
   // Each channel at its own bare cost: an email costs several webhooks, and the storm's mix of
   // messages is not the subscriptions' (emails group), so one blended cost would mislead.
-  const blended = both.cpuSeconds / (both.webhook.count + both.email.count);
-  const bareCost = (l: Limit) =>
-    l.cpuSeconds !== undefined && l.count > 0 ? l.cpuSeconds / l.count : blended;
-  const bareSendCpuSeconds =
-    webhooks * bareCost(limits.undiciPosts) + emails * bareCost(limits.nodemailerSends);
+  const bareCost = (l: TimedLimit) => l.cpuSeconds / l.count;
+  const bareSendCpuSeconds = webhooks * bareCost(undiciPosts) + emails * bareCost(nodemailerSends);
   const machineCpuSeconds = windowSeconds * cpus;
   const stormCpu = stormCpuSeconds(storm);
   return {

@@ -204,8 +204,8 @@ describe('npm run bench -- --quick', () => {
     // Each channel's messages at that channel's own bare cost (issue 38).
     const { undiciPosts, nodemailerSends } = report.limits;
     expect(room.bareSendCpuSeconds).toBeCloseTo(
-      (storm.channels.webhook.messagesSent * undiciPosts.cpuSeconds!) / undiciPosts.count +
-        (storm.channels.email.messagesSent * nodemailerSends.cpuSeconds!) / nodemailerSends.count,
+      (storm.channels.webhook.messagesSent * undiciPosts.cpuSeconds) / undiciPosts.count +
+        (storm.channels.email.messagesSent * nodemailerSends.cpuSeconds) / nodemailerSends.count,
       9,
     );
     expect(room.bareSendCpuSeconds).toBeGreaterThan(0);
