@@ -21,6 +21,7 @@ import {
   toFilter,
   type Channel,
   type InsertedNotifications,
+  type KnownEvent,
   type NewNotification,
 } from '../ledger/index.js';
 import type { PipelineContext } from '../runtime/context.js';
@@ -46,6 +47,7 @@ import {
   INSERTED_EVENTS,
   readTracked,
   toTracked,
+  withoutRaw,
   writeWarnings,
   type InsertedEvent,
 } from './warning-store.js';
@@ -350,7 +352,12 @@ async function writeDetection(
   );
 
   const byKey = new Map(detection.events.map((e) => [eventKey(e), e]));
-  const told: { detected: DetectResult['events'][number]; eventId: number; to: Watcher[] }[] = [];
+  const told: {
+    detected: DetectResult['events'][number];
+    eventId: number;
+    event: KnownEvent;
+    to: Watcher[];
+  }[] = [];
   for (const event of inserted) {
     const key = eventKey(event);
     const detected = byKey.get(key);
@@ -364,7 +371,20 @@ async function writeDetection(
         chosen.set(sub.subscriber_id, sub);
       }
     }
-    told.push({ detected, eventId: event.id, to: [...chosen.values()] });
+    told.push({
+      detected,
+      eventId: event.id,
+      // The event row as this statement wrote it (`detectionWritesCte`).
+      event: {
+        event_id: String(event.id),
+        record: withoutRaw(detected.warning),
+        supersedes: [...detected.supersedes],
+        attributions: check.answer?.attributions ?? null,
+        detected_at: check.now,
+        in_force: false,
+      },
+      to: [...chosen.values()],
+    });
   }
 
   // An end is told to a subscriber when the warning is over wherever they watch it.
@@ -378,7 +398,7 @@ async function writeDetection(
         )
       : new Map<string, never[]>();
   const rows: NewNotification[] = [];
-  for (const { detected, eventId, to } of told) {
+  for (const { detected, eventId, event, to } of told) {
     for (const sub of to) {
       if (
         detected.type === 'expired' &&
@@ -402,6 +422,7 @@ async function writeDetection(
         level: notifiedLevel(detected.warning),
         supersedes: detected.supersedes,
         chain: detected.chain,
+        ...(check.leased.includes(sub.channel) ? { known: { subscriber: sub, event } } : {}),
       });
     }
   }

@@ -2,7 +2,7 @@ import type { SQL } from 'drizzle-orm';
 import type { Tx } from '../db/client.js';
 import type { FetchOutcome, TrackedState, TrackedWarning } from '../domain/detect.js';
 import type { Warning } from '../domain/warning.js';
-import type { SubscriptionRow } from '../ledger/index.js';
+import type { KnownSubscriber, SubscriptionRow } from '../ledger/index.js';
 import type { Logger } from '../logger.js';
 import type { PipelineContext } from '../runtime/context.js';
 import type { CheckedTable } from './quiet-check.js';
@@ -70,8 +70,11 @@ export interface Fetched {
   englishCalls: number;
 }
 
-/** A subscription that may be told of an event of the subject; its place names the location. */
-export interface Watcher extends SubscriptionRow {
+/**
+ * A subscription that may be told of an event of the subject; its place names the location.
+ * With what a first attempt sent from the check's process needs of its subscriber and place.
+ */
+export interface Watcher extends SubscriptionRow, KnownSubscriber {
   place_id: string;
 }
 

@@ -1,7 +1,11 @@
 import { sql } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { FetchOutcome, TrackedState } from '../domain/detect.js';
-import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from '../ledger/index.js';
+import {
+  KNOWN_SUBSCRIBER_COLUMNS,
+  SUBSCRIBER_DELIVERY_COLUMNS,
+  SUBSCRIBER_RECEIVES,
+} from '../ledger/index.js';
 import { UpstreamCircuitOpenError } from '../ops/upstream.js';
 import { inEnglishToo, logSkippedRecords } from './check-outcome.js';
 import { subscriberWarning, type CheckSubject, type Watcher } from './check-subject.js';
@@ -69,8 +73,9 @@ export function placeSubject(placeId: string): CheckSubject {
 
     watchers: () =>
       sql`SELECT s.subscriber_id, s.place_id, s.min_level, s.types, s.events,
-            ${SUBSCRIBER_DELIVERY_COLUMNS}
+            ${SUBSCRIBER_DELIVERY_COLUMNS}, ${KNOWN_SUBSCRIBER_COLUMNS}
           FROM subscriptions s JOIN subscribers u ON u.id = s.subscriber_id
+          LEFT JOIN places p ON p.id = s.place_id
           WHERE s.place_id = ${placeId} AND ${SUBSCRIBER_RECEIVES}
           ORDER BY s.subscriber_id`,
     watches: (_row: Watcher) => true,

@@ -2,7 +2,11 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryPrepared } from '../db/client.js';
 import type { TrackedState } from '../domain/detect.js';
 import { subscriptionPointKeys, type Point, type V1PointsMode } from '../domain/points.js';
-import { SUBSCRIBER_DELIVERY_COLUMNS, SUBSCRIBER_RECEIVES } from '../ledger/index.js';
+import {
+  KNOWN_SUBSCRIBER_COLUMNS,
+  SUBSCRIBER_DELIVERY_COLUMNS,
+  SUBSCRIBER_RECEIVES,
+} from '../ledger/index.js';
 import type { Tx } from '../db/client.js';
 import { subscriberWarning, type Watcher } from './check-subject.js';
 
@@ -32,7 +36,7 @@ export function subscriptionsNear(point: Point): SQL {
   // read again by key took four times what the branches take (2.5 against 0.65 ms at Beijing).
   // A subscription that stores the point is the first branch's, whatever its place.
   const columns = sql`s.subscriber_id, s.place_id, s.min_level, s.types, s.events, s.points,
-    p.country, p.lat, p.lon, ${SUBSCRIBER_DELIVERY_COLUMNS}`;
+    p.country, p.lat, p.lon, ${SUBSCRIBER_DELIVERY_COLUMNS}, ${KNOWN_SUBSCRIBER_COLUMNS}`;
   const stores = sql`s.points @> ARRAY[${point.key}]::text[]`;
   return sql`SELECT ${columns}
     FROM subscriptions s

@@ -35,7 +35,8 @@ export function toTracked(row: WarningRow): TrackedWarning {
   };
 }
 
-function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
+/** A warning as its events store it: without the upstream's record. */
+export function withoutRaw(warning: Warning): Omit<Warning, 'raw'> {
   const { raw: _raw, ...record } = warning;
   return record;
 }

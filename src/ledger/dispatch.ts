@@ -3,6 +3,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CHANNELS, kindOf } from '../channels/kinds.js';
 import type { Channel, CreatedMessage } from './message.js';
+import type { Outgoing } from './take.js';
 import type { FirstAttemptBatch } from '../runtime/context.js';
 import { deliverJobId, type Queues } from '../runtime/queues.js';
 
@@ -87,21 +88,30 @@ export interface PlannedBatch extends FirstAttemptBatch {
   dueAt: number;
 }
 
-/** The messages a writer just committed, in the batches it planned (`first_job_id`). */
+/**
+ * The messages a writer just committed, in the batches it planned (`first_job_id`); a batch
+ * whose every message its writer knows (`CreatedMessage.known`) carries them.
+ */
 export function plannedBatches(created: readonly Omit<CreatedMessage, 'leased'>[]): PlannedBatch[] {
-  const batches = new Map<string, PlannedBatch>();
+  const batches = new Map<string, PlannedBatch & { known: Outgoing[] }>();
   for (const m of created) {
-    const batch = batches.get(m.firstJobId);
-    if (batch) batch.messageIds.push(m.id);
-    else
-      batches.set(m.firstJobId, {
+    let batch = batches.get(m.firstJobId);
+    if (!batch) {
+      batch = {
         jobId: m.firstJobId,
         channel: m.channel,
         dueAt: m.dueAt.getTime(),
-        messageIds: [m.id],
-      });
+        messageIds: [],
+        known: [],
+      };
+      batches.set(m.firstJobId, batch);
+    }
+    batch.messageIds.push(m.id);
+    if (m.known) batch.known.push(m.known);
   }
-  return [...batches.values()];
+  return [...batches.values()].map(({ known, ...batch }) =>
+    known.length === batch.messageIds.length ? { ...batch, known } : batch,
+  );
 }
 
 /**

@@ -8,6 +8,7 @@
  * - told.ts: what each subscriber was told of a warning's story
  * - dispatch.ts: the deliver jobs that carry a message's attempts
  * - take.ts: a deliver job takes its messages, with their subscribers and notifications
+ * - known-first-attempt.ts: a first attempt as its check knows it, sent without a take
  * - sent-mark.ts: sent messages marked in group commits
  * - settle.ts: an attempt that did not send: retrying, dead, waiting, handed back or split
  * - prune.ts: finished notifications and messages past RETENTION_DAYS go
@@ -19,6 +20,7 @@
  * - lookups.ts: which notifications a message carries, which a cycle created
  */
 export * from './dispatch.js';
+export * from './known-first-attempt.js';
 export * from './list.js';
 export * from './lookups.js';
 export * from './message.js';

@@ -1,6 +1,7 @@
 /** A message as the ledger hands it on: its channel, and what a check's statement created. */
 
 import type { Channel } from '../channels/kinds.js';
+import type { Outgoing } from './take.js';
 
 export type { Channel };
 
@@ -13,6 +14,8 @@ export interface CreatedMessage {
   dueAt: Date;
   /** Written claimed by its writer's process, which sends its first attempt (`RecordInput.leased`). */
   leased: boolean;
+  /** A leased message as its writer knows it: its first attempt needs no take (`knownFirstAttempt`). */
+  known?: Outgoing;
 }
 
 /** A cycle whose messages a check added to: released by `dueAt` at the latest (docs/messages.md). */

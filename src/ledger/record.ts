@@ -21,6 +21,7 @@ import { CLAIM_SECONDS } from './take.js';
 import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import type { Channel, CreatedMessage, CycleRelease } from './message.js';
 import type { Tx } from '../db/client.js';
+import { knownFirstAttempt, type KnownContent } from './known-first-attempt.js';
 
 /**
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
@@ -103,6 +104,11 @@ export interface NewNotification {
    * who was told any of them was told this story (src/ledger/told.ts). Not stored.
    */
   chain: readonly string[];
+  /**
+   * What its check read of its subscriber and wrote of its event, when its first attempt may go
+   * out from the check's own process (`RecordInput.leased`): that attempt needs no take.
+   */
+  known?: KnownContent;
 }
 
 /** The level a notification is told at: v1 alerts may carry only a colour. */
@@ -211,26 +217,32 @@ export interface RecordInput {
 
 /**
  * A message per notification, under the notification's id, written by the common table
- * expressions `direct` and `direct_messages` as one column array per field: eight parameters,
- * not eight per row, which a storm's checks spent most of their time building and Postgres
+ * expressions `direct` and `direct_messages` as one column array per field: nine parameters,
+ * not nine per row, which a storm's checks spent most of their time building and Postgres
  * parsing. Rows of one channel share a first-attempt job, `firstAttemptBatch` at a time
  * (src/channels/kinds.ts), which owns their first attempts (`first_job_id`, src/ledger/take.ts).
+ * `ids` are the notifications' ids, drawn here so that a message sent from this process is known
+ * by its id before the statement returns (`knownFirstAttempt`).
  */
-function directCtes(chunk: readonly NewNotification[], input: RecordInput, offset: number): SQL {
+function directCtes(
+  chunk: readonly NewNotification[],
+  ids: readonly string[],
+  input: RecordInput,
+  offset: number,
+): SQL {
   const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
   return sql`direct AS (
           INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
             warning_id, event_type, occurrence, channel, created_at)
           SELECT v.id, v.id, v.subscriber_id, v.event_id, v.cycle_id, v.place_id, v.warning_id,
             v.event_type, v.occurrence, v.channel, ${input.now}::timestamptz
-          FROM (SELECT gen_random_uuid() AS id, x.*
-                FROM unnest(${column((r) => r.subscriberId)}::uuid[],
-                  ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-                  ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-                  ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
-                  ${column((r) => r.channel)}::text[])
-                  AS x(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
-                       occurrence, channel)) v
+          FROM unnest(${sql.param(ids)}::uuid[], ${column((r) => r.subscriberId)}::uuid[],
+            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
+            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
+            ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
+            ${column((r) => r.channel)}::text[])
+            AS v(id, subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
+                 occurrence, channel)
           ON CONFLICT DO NOTHING
           RETURNING id, subscriber_id, channel),
         direct_batched AS (
@@ -269,8 +281,9 @@ async function insertUnscheduled(
 ): Promise<InsertedNotifications & { late: NewNotification[] }> {
   const ctes: SQL[] = [];
   const results: SQL[] = [];
+  const ids = parts.direct.map(() => randomUUID());
   if (parts.direct.length > 0) {
-    ctes.push(directCtes(parts.direct, input, offset));
+    ctes.push(directCtes(parts.direct, ids, input, offset));
     results.push(sql`(SELECT json_agg(json_build_object(
         'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_batched)
       AS direct`);
@@ -289,16 +302,24 @@ async function insertUnscheduled(
     joined?: number;
   }>(tx, sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`);
   const direct = row?.direct ?? [];
+  const written = new Map<string, NewNotification>(ids.map((id, i) => [id, parts.direct[i]!]));
   const result = {
     count: direct.length,
     late: [] as NewNotification[],
-    messages: direct.map((m): CreatedMessage => ({
-      id: m.id,
-      channel: m.channel,
-      firstJobId: m.first_job_id,
-      dueAt: input.now,
-      leased: input.leased?.includes(m.channel) ?? false,
-    })),
+    messages: direct.map((m): CreatedMessage => {
+      const leased = input.leased?.includes(m.channel) ?? false;
+      const notification = written.get(m.id)!;
+      return {
+        id: m.id,
+        channel: m.channel,
+        firstJobId: m.first_job_id,
+        dueAt: input.now,
+        leased,
+        ...(leased && notification.known
+          ? { known: knownFirstAttempt(m.id, notification, notification.known) }
+          : {}),
+      };
+    }),
     releases: [] as CycleRelease[],
   };
   if (cycleOnly.length === 0) return result;

@@ -110,6 +110,29 @@ export async function runDeliver(
     log.warn({ left: messages.length - kept.length }, 'job lock lost, first attempts left');
     messages = kept;
   }
+  return sendTaken(ctx, log, payload.messageIds.length, messages);
+}
+
+/**
+ * First attempts their check knows (`FirstAttemptBatch.known`), sent from its process under its
+ * lease as `runDeliver` sends the messages it takes, without reading them back.
+ */
+export function deliverKnown(
+  ctx: PipelineContext,
+  jobId: string,
+  known: readonly Outgoing[],
+): Promise<DeliverResult> {
+  const log = ctx.logger.child({ job: DELIVER_JOB, jobId });
+  return sendTaken(ctx, log, known.length, known);
+}
+
+/** One attempt at each taken message of a job that named `named` messages; their next states. */
+async function sendTaken(
+  ctx: PipelineContext,
+  log: Logger,
+  named: number,
+  messages: readonly Outgoing[],
+): Promise<DeliverResult> {
   const claimedAt = ctx.now().getTime();
   const result: DeliverResult = {
     sent: byChannel(),
@@ -117,7 +140,7 @@ export async function runDeliver(
     dead: byChannel(),
     released: 0,
     waiting: 0,
-    skipped: payload.messageIds.length - messages.length,
+    skipped: named - messages.length,
   };
   if (result.skipped > 0)
     log.debug({ skipped: result.skipped }, 'messages not due or already handled');

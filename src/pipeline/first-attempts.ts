@@ -3,13 +3,14 @@ import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
 import { enqueueBatches } from '../ledger/index.js';
 import type { FirstAttemptBatch, FirstAttemptSender, PipelineContext } from '../runtime/context.js';
 import { QUEUE_NAMES } from '../runtime/queues.js';
-import { runDeliver, SEND_START_DEADLINE_MS } from './deliver.js';
+import { deliverKnown, runDeliver, SEND_START_DEADLINE_MS } from './deliver.js';
 
 /**
  * The first attempts a check commits, sent by the process that made the check: straight after
- * the commit, from the process's send slots, with no deliver job in between. A BullMQ job and a
- * take per batch before the first send were the largest share of a webhook's CPU that delivery
- * added (issue 38). The check's statement wrote these messages claimed by this process for
+ * the commit, from the process's send slots, with no deliver job in between, and from what the
+ * check knows of them (`FirstAttemptBatch.known`) rather than a take that reads them back. A
+ * BullMQ job and a take per batch before the first send were the largest share of a webhook's
+ * CPU that delivery added (issue 38). The check's statement wrote these messages claimed by this process for
  * `CLAIM_SECONDS` (`RecordInput.leased`): no other job or sweep takes them meanwhile, and a
  * process that dies leaves them to the sweeper when the lease is over (`requeueDueMessages`).
  * Whatever one send cannot finish (a failure, no send slot in time) the deliver job's outcomes
@@ -64,7 +65,9 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
     const ctx = this.#ctx;
     const payload = { messageIds: batch.messageIds };
     try {
-      const result = await runDeliver(ctx, payload, batch.jobId);
+      const result = batch.known
+        ? await deliverKnown(ctx, batch.jobId, batch.known)
+        : await runDeliver(ctx, payload, batch.jobId);
       ctx.metrics?.jobCompleted(QUEUE_NAMES[kindOf(batch.channel).queue], payload, result);
     } catch (err) {
       // A ledger write failed: the batch's leases run out and the sweeper sends what is left.
