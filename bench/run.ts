@@ -129,13 +129,16 @@ const outFile = resolve(
 const say = (line: string) => console.error(`bench: ${line}`);
 
 async function versions(stats: pg.Client, redis: Redis, ownRedis: boolean) {
-  const { rows } = await stats.query<{ v: string }>(
-    `SELECT current_setting('server_version') AS v`,
+  // The server's settings that change what a storm costs it: without autovacuum every sent
+  // mark's old row version stays, with a small buffer pool the ledger soon outgrows it.
+  const { rows } = await stats.query<{ v: string; autovacuum: string; buffers: string }>(
+    `SELECT current_setting('server_version') AS v, current_setting('autovacuum') AS autovacuum,
+       current_setting('shared_buffers') AS buffers`,
   );
   const info = await redis.info('server');
   const version = /^redis_version:(\S+)/m.exec(info)?.[1] ?? '?';
   return {
-    postgres: `Postgres ${rows[0]?.v ?? '?'}`,
+    postgres: `Postgres ${rows[0]?.v ?? '?'} (autovacuum ${rows[0]?.autovacuum ?? '?'}, shared_buffers ${rows[0]?.buffers ?? '?'})`,
     redis: ownRedis ? `${version} (the bench's own)` : `${version} (shared: server-wide counters)`,
   };
 }
