@@ -95,9 +95,11 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
 
 /**
  * Messages known to their check (`FirstAttemptBatch.known`) that may wait in one queue: about
- * 1.5 kB each (their subscriber's address and strings; the event's record is shared). A storm's
- * checks commit batches faster than they can be sent, and with every waiting batch known a
- * worker's peak RSS grew by 30–40 MB (415 against 380 MB in the bench's storms).
+ * 650 bytes each (two objects and the subscriber's strings; the event's record is shared). A
+ * storm's checks commit batches far faster than they can be sent, and with every waiting batch
+ * known a worker's peak RSS grew by 30–40 MB (413–419 against 370–386 MB in the bench's runs).
+ * Holding less of each (its subscriber's columns, the message built when it starts) bought
+ * nothing measurable (BENCHMARKS.md).
  */
 export const KNOWN_WAITING_MESSAGES = 2000;
 
