@@ -82,8 +82,22 @@ export async function enqueueMessage(
   return true;
 }
 
+/**
+ * A batch of first attempts that may carry its messages as their writer knows them, every one
+ * (`CreatedMessage.known`); without them, they are read through the take.
+ */
+export interface KnownBatch extends FirstAttemptBatch {
+  known?: readonly Outgoing[];
+}
+
+/** The messages a batch carries as their writer knew them, if it carries them. */
+export function knownOf(batch: FirstAttemptBatch): readonly Outgoing[] | undefined {
+  // The batches handed to a `FirstAttemptSender` are this module's (`plannedBatches`).
+  return (batch as KnownBatch).known;
+}
+
 /** A first-attempt job as its messages' writer planned it: id, channel, due time, messages. */
-export interface PlannedBatch extends FirstAttemptBatch {
+export interface PlannedBatch extends KnownBatch {
   /** Epoch milliseconds: a batch's messages share one due time. */
   dueAt: number;
 }

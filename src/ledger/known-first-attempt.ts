@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { ChannelAddress } from '../channels/registry.js';
 import type { EventType } from '../domain/detect.js';
-import type { Channel } from './message.js';
+import type { Channel } from '../channels/kinds.js';
 import type { CarriedNotification, ClaimedMessage, Outgoing } from './take.js';
 
 /**

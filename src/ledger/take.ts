@@ -6,7 +6,7 @@ import type { ChannelAddress } from '../channels/registry.js';
 import type { Hold } from '../domain/schedule.js';
 import type { Warning } from '../domain/warning.js';
 import type { PipelineContext } from '../runtime/context.js';
-import type { Channel } from './message.js';
+import type { Channel } from '../channels/kinds.js';
 import { carriedBy } from './lookups.js';
 
 /**

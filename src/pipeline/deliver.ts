@@ -114,7 +114,7 @@ export async function runDeliver(
 }
 
 /**
- * First attempts their check knows (`FirstAttemptBatch.known`), sent from its process under its
+ * First attempts their check knows (`KnownBatch.known`), sent from its process under its
  * lease as `runDeliver` sends the messages it takes, without reading them back.
  */
 export function deliverKnown(

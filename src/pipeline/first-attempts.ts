@@ -1,6 +1,6 @@
 import { kindOf, type Channel } from '../channels/kinds.js';
 import { EMAIL_DELIVER_JOBS } from '../channels/registry.js';
-import { enqueueBatches } from '../ledger/index.js';
+import { enqueueBatches, knownOf } from '../ledger/index.js';
 import type { FirstAttemptBatch, FirstAttemptSender, PipelineContext } from '../runtime/context.js';
 import { QUEUE_NAMES } from '../runtime/queues.js';
 import { deliverKnown, runDeliver, SEND_START_DEADLINE_MS } from './deliver.js';
@@ -8,7 +8,7 @@ import { deliverKnown, runDeliver, SEND_START_DEADLINE_MS } from './deliver.js';
 /**
  * The first attempts a check commits, sent by the process that made the check: straight after
  * the commit, from the process's send slots, with no deliver job in between, and from what the
- * check knows of them (`FirstAttemptBatch.known`) rather than a take that reads them back. A
+ * check knows of them (`KnownBatch.known`) rather than a take that reads them back. A
  * BullMQ job and a take per batch before the first send were the largest share of a webhook's
  * CPU that delivery added (issue 38). The check's statement wrote these messages claimed by this process for
  * `CLAIM_SECONDS` (`RecordInput.leased`): no other job or sweep takes them meanwhile, and a
@@ -65,8 +65,9 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
     const ctx = this.#ctx;
     const payload = { messageIds: batch.messageIds };
     try {
-      const result = batch.known
-        ? await deliverKnown(ctx, batch.jobId, batch.known)
+      const known = knownOf(batch);
+      const result = known
+        ? await deliverKnown(ctx, batch.jobId, known)
         : await runDeliver(ctx, payload, batch.jobId);
       ctx.metrics?.jobCompleted(QUEUE_NAMES[kindOf(batch.channel).queue], payload, result);
     } catch (err) {
@@ -94,7 +95,7 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
 }
 
 /**
- * Messages known to their check (`FirstAttemptBatch.known`) that may wait in one queue: about
+ * Messages known to their check (`KnownBatch.known`) that may wait in one queue: about
  * 650 bytes each (two objects and the subscriber's strings; the event's record is shared). A
  * storm's checks commit batches far faster than they can be sent, and with every waiting batch
  * known a worker's peak RSS grew by 30–40 MB (413–419 against 370–386 MB in the bench's runs).
@@ -134,9 +135,13 @@ export class FirstAttemptQueue {
     for (const batch of batches) {
       // A batch that starts at once never waits, whatever the number waiting.
       const startsNow = this.#running.size < this.o.maxRunning && this.#waiting.length === 0;
-      const known = batch.known?.length ?? 0;
+      const known = knownOf(batch)?.length ?? 0;
       if (known > 0 && !startsNow && this.#knownWaiting + known > limit) {
-        const { known: _dropped, ...idsOnly } = batch;
+        const idsOnly = {
+          jobId: batch.jobId,
+          channel: batch.channel,
+          messageIds: batch.messageIds,
+        };
         this.#waiting.push({ batch: idsOnly, since });
       } else {
         this.#knownWaiting += known;
@@ -167,7 +172,7 @@ export class FirstAttemptQueue {
     const overdue: FirstAttemptBatch[] = [];
     while (this.#running.size < this.o.maxRunning && this.#waiting.length > 0) {
       const { batch, since } = this.#waiting.shift()!;
-      this.#knownWaiting -= batch.known?.length ?? 0;
+      this.#knownWaiting -= knownOf(batch)?.length ?? 0;
       if (this.o.now() - since > SEND_START_DEADLINE_MS) {
         overdue.push(batch);
         continue;

@@ -6,7 +6,6 @@ import type { RobotSender } from '../channels/robot.js';
 import type { WebhookSender } from '../channels/webhook.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
-import type { Outgoing } from '../ledger/index.js';
 import type { Logger } from '../logger.js';
 import type { OutageLog } from '../ops/outage-log.js';
 import type { QWeatherClient } from '../qweather/client.js';
@@ -49,8 +48,6 @@ export interface FirstAttemptBatch {
   jobId: string;
   channel: Channel;
   messageIds: string[];
-  /** Its messages as their check knows them, every one; absent: read through the take. */
-  known?: readonly Outgoing[];
 }
 
 export interface FirstAttemptSender {

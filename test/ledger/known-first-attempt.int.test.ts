@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
 import { webhookPayload } from '../../src/domain/render.js';
-import { claimMessages, type Outgoing } from '../../src/ledger/index.js';
+import { claimMessages, knownOf, type Outgoing } from '../../src/ledger/index.js';
 import { runCheck, type CheckPayload } from '../../src/pipeline/check.js';
 import { contentOf } from '../../src/pipeline/message-content.js';
 import { runPoll } from '../../src/pipeline/poll.js';
@@ -60,10 +60,10 @@ const comparable = (m: Outgoing) => ({
 async function expectKnownAsTaken(ctx: PipelineContext, handed: FirstAttemptBatch[]) {
   expect(handed.length).toBeGreaterThan(0);
   for (const batch of handed) {
-    expect(batch.known?.map((m) => m.id)).toEqual(batch.messageIds);
+    expect(knownOf(batch)?.map((m) => m.id)).toEqual(batch.messageIds);
     const taken = await claimMessages(ctx, batch.messageIds, batch.jobId);
     const byId = new Map(taken.map((m) => [m.id, m]));
-    for (const known of batch.known ?? []) {
+    for (const known of knownOf(batch) ?? []) {
       const read = byId.get(known.id);
       expect(read, `message ${known.id} read back`).toBeDefined();
       expect(comparable(known)).toEqual(comparable(read!));
@@ -121,7 +121,7 @@ describe('first attempts as their check knows them (v7)', () => {
     h.sim.setWarnings(PLACE, [raised]);
     const updates = keeping(rt);
     await checkAll(rt, updates.ctx);
-    const events = updates.handed.flatMap((b) => b.known ?? []).flatMap((m) => m.notifications);
+    const events = updates.handed.flatMap((b) => knownOf(b) ?? []).flatMap((m) => m.notifications);
     expect(new Set(events.map((n) => n.event_type))).toEqual(new Set(['update']));
     expect(events.every((n) => n.supersedes.includes(first.id))).toBe(true);
     await expectKnownAsTaken(updates.ctx, updates.handed);
@@ -202,7 +202,7 @@ describe('first attempts as their check knows them (v1)', () => {
     ]);
     const checks = keeping(rt);
     await checkAll(rt, checks.ctx);
-    const known = checks.handed.flatMap((b) => b.known ?? []);
+    const known = checks.handed.flatMap((b) => knownOf(b) ?? []);
     expect(known).toHaveLength(2);
     expect(known.every((m) => m.notifications[0]?.record.source === 'v1')).toBe(true);
     expect(known.every((m) => (m.notifications[0]?.attributions ?? []).length > 0)).toBe(true);

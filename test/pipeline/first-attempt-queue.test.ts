@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SEND_START_DEADLINE_MS } from '../../src/pipeline/deliver.js';
 import { FirstAttemptQueue } from '../../src/pipeline/first-attempts.js';
-import type { Outgoing } from '../../src/ledger/index.js';
+import { knownOf, type KnownBatch, type Outgoing } from '../../src/ledger/index.js';
 import type { FirstAttemptBatch } from '../../src/runtime/context.js';
 
 const batch = (n: number): FirstAttemptBatch => ({
@@ -12,7 +12,7 @@ const batch = (n: number): FirstAttemptBatch => ({
 });
 
 /** A batch of `size` messages its check knew (`FirstAttemptBatch.known`). */
-const knownBatch = (n: number, size = 2): FirstAttemptBatch => {
+const knownBatch = (n: number, size = 2): KnownBatch => {
   const messageIds = Array.from({ length: size }, (_, i) => `m${n}_${i}`);
   return {
     jobId: `job${n}`,
@@ -37,8 +37,9 @@ function harness(maxRunning: number, knownWaiting?: number) {
     now: () => clock,
     run: (b) => {
       ran.push(b.jobId);
-      if (b.known) {
-        expect(b.known.map((m) => m.id)).toEqual(b.messageIds);
+      const known = knownOf(b);
+      if (known) {
+        expect(known.map((m) => m.id)).toEqual(b.messageIds);
         ranKnown.push(b.jobId);
       }
       peak = Math.max(peak, queue.size.running + 1);
