@@ -5,6 +5,7 @@ import pg from 'pg';
 import { openPostgres } from '../src/db/client.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
 import { SentRecorder } from '../src/ledger/index.js';
+import { median } from './median.js';
 import { cpuSeconds } from './procs.js';
 
 /**
@@ -52,8 +53,6 @@ async function markAll(
     [ids, now],
   );
   await client.query(`VACUUM ANALYZE ${table}`);
-  const [{ pid }] = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
-    .rows as [{ pid: number }];
   // The ledger's own statement; for the copy, the same text on its table.
   const recorder = new SentRecorder({
     execute: (query) => {
@@ -64,27 +63,18 @@ async function markAll(
   });
   const shuffled = [...ids].sort(() => Math.random() - 0.5);
   const countersBefore = await updateCounters(client, table);
-  const walBefore = await walLsn(client);
-  const cpuBefore = cpuSeconds(pid);
-  for (let i = 0; i < shuffled.length; i += batch) {
-    const at = new Date();
-    await Promise.all(shuffled.slice(i, i + batch).map((id) => recorder.markSent(id, at)));
-  }
-  const cpu = cpuSeconds(pid) - cpuBefore;
-  const wal = Number(
-    (
-      await client.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d', [
-        walBefore,
-      ])
-    ).rows[0]!.d,
-  );
+  const cost = await backendCost(client, rows, async () => {
+    for (let i = 0; i < shuffled.length; i += batch) {
+      const at = new Date();
+      await Promise.all(shuffled.slice(i, i + batch).map((id) => recorder.markSent(id, at)));
+    }
+  });
   const counters = await updateCounters(client, table);
   await client.query(`TRUNCATE ${table}`);
   return {
     table,
     rows,
-    cpuMsPerRow: (cpu * 1000) / rows,
-    walBytesPerRow: wal / rows,
+    ...cost,
     updates: counters.updates - countersBefore.updates,
     hotUpdates: counters.hot - countersBefore.hot,
   };
@@ -104,42 +94,48 @@ async function dueRowsInAndOut(
   batch: number,
 ): Promise<MarkVariantResult> {
   const ids = Array.from({ length: rows }, () => randomUUID());
-  const [{ pid }] = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
-    .rows as [{ pid: number }];
-  const walBefore = await walLsn(client);
-  const cpuBefore = cpuSeconds(pid);
-  for (let i = 0; i < ids.length; i += CHECK_ROWS) {
-    await client.query({
-      name: 'due_in',
-      text: `INSERT INTO ${DUE_TABLE} (id, next_attempt_at) SELECT id, $2 FROM unnest($1::uuid[]) AS id`,
-      values: [ids.slice(i, i + CHECK_ROWS), new Date()],
-    });
-  }
   const shuffled = [...ids].sort(() => Math.random() - 0.5);
-  for (let i = 0; i < shuffled.length; i += batch) {
-    await client.query({
-      name: 'due_out',
-      text: `DELETE FROM ${DUE_TABLE} WHERE id = ANY($1::uuid[])`,
-      values: [shuffled.slice(i, i + batch)],
-    });
-  }
-  const cpu = cpuSeconds(pid) - cpuBefore;
-  const wal = Number(
-    (
-      await client.query<{ d: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS d', [
-        walBefore,
-      ])
-    ).rows[0]!.d,
-  );
+  const cost = await backendCost(client, rows, async () => {
+    for (let i = 0; i < ids.length; i += CHECK_ROWS) {
+      await client.query({
+        name: 'due_in',
+        text: `INSERT INTO ${DUE_TABLE} (id, next_attempt_at) SELECT id, $2 FROM unnest($1::uuid[]) AS id`,
+        values: [ids.slice(i, i + CHECK_ROWS), new Date()],
+      });
+    }
+    for (let i = 0; i < shuffled.length; i += batch) {
+      await client.query({
+        name: 'due_out',
+        text: `DELETE FROM ${DUE_TABLE} WHERE id = ANY($1::uuid[])`,
+        values: [shuffled.slice(i, i + batch)],
+      });
+    }
+  });
   await client.query(`TRUNCATE ${DUE_TABLE}`);
-  return {
-    table: DUE_TABLE,
-    rows,
-    cpuMsPerRow: (cpu * 1000) / rows,
-    walBytesPerRow: wal / rows,
-    updates: 0,
-    hotUpdates: 0,
-  };
+  return { table: DUE_TABLE, rows, ...cost, updates: 0, hotUpdates: 0 };
+}
+
+/**
+ * What `work` on `client` cost its Postgres backend per row: CPU (from /proc, so a local server)
+ * and WAL bytes (server-wide: nothing else runs in the bench's scratch database).
+ */
+async function backendCost(
+  client: pg.Client,
+  rows: number,
+  work: () => Promise<void>,
+): Promise<Pick<MarkVariantResult, 'cpuMsPerRow' | 'walBytesPerRow'>> {
+  const { rows: found } = await client.query<{ pid: number; lsn: string }>(
+    'SELECT pg_backend_pid() AS pid, pg_current_wal_lsn() AS lsn',
+  );
+  const { pid, lsn } = found[0]!;
+  const cpuBefore = cpuSeconds(pid);
+  await work();
+  const cpu = cpuSeconds(pid) - cpuBefore;
+  const { rows: wal } = await client.query<{ bytes: string }>(
+    'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS bytes',
+    [lsn],
+  );
+  return { cpuMsPerRow: (cpu * 1000) / rows, walBytesPerRow: Number(wal[0]!.bytes) / rows };
 }
 
 /** The table's updates and HOT updates so far, this backend's own included. */
@@ -156,10 +152,6 @@ async function updateCounters(
     )
   ).rows[0]!;
   return { updates: Number(row.upd), hot: Number(row.hot) };
-}
-
-async function walLsn(client: pg.Client): Promise<string> {
-  return (await client.query<{ l: string }>('SELECT pg_current_wal_lsn() AS l')).rows[0]!.l;
 }
 
 /**
@@ -212,12 +204,6 @@ export async function measureSentMarks(o: {
   } finally {
     await scratch.drop();
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 async function main(): Promise<void> {
