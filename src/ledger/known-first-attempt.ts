@@ -2,7 +2,12 @@ import { sql } from 'drizzle-orm';
 import type { ChannelAddress } from '../channels/registry.js';
 import type { EventType } from '../domain/detect.js';
 import type { Channel } from '../channels/kinds.js';
-import type { CarriedNotification, ClaimedMessage, Outgoing } from './take.js';
+import {
+  subscriberAddressColumns,
+  type CarriedNotification,
+  type ClaimedMessage,
+  type Outgoing,
+} from './take.js';
 
 /**
  * A direct message's first attempt as the check that writes it already knows it. The check has
@@ -16,9 +21,9 @@ import type { CarriedNotification, ClaimedMessage, Outgoing } from './take.js';
  * What a check's subscription statement reads for such a message, of subscriber `u` and of the
  * subscription's place `p` (left joined): the take's columns of each.
  */
-export const KNOWN_SUBSCRIBER_COLUMNS = sql.raw(`u.email, u.webhook_url, u.webhook_secret,
-  u.robot_kind, u.robot_url, u.robot_secret, u.lang, u.disabled_reason, u.quiet_from,
-  u.quiet_to, u.timezone, p.name AS place_name, p.name_en AS place_name_en, p.tz AS place_tz`);
+export const KNOWN_SUBSCRIBER_COLUMNS = sql.raw(
+  `${subscriberAddressColumns('u')}, p.name AS place_name, p.name_en AS place_name_en, p.tz AS place_tz`,
+);
 
 /** A row of `KNOWN_SUBSCRIBER_COLUMNS`. */
 export type KnownSubscriber = Omit<ChannelAddress, 'subscriber_id'> &

@@ -35,6 +35,28 @@ export interface SubscriberAddress extends ChannelAddress {
   disabled_reason: string | null;
 }
 
+const SUBSCRIBER_ADDRESS_COLUMNS = [
+  'email',
+  'webhook_url',
+  'webhook_secret',
+  'robot_kind',
+  'robot_url',
+  'robot_secret',
+  'lang',
+  'disabled_reason',
+  'quiet_from',
+  'quiet_to',
+  'timezone',
+] as const;
+
+/**
+ * The columns of subscriber `alias` that a sent message needs besides whether it may be sent:
+ * its address, language, quiet hours and zone. Read by the take, and by a check for the first
+ * attempts its process sends without one (`KNOWN_SUBSCRIBER_COLUMNS`).
+ */
+export const subscriberAddressColumns = (alias: string): string =>
+  SUBSCRIBER_ADDRESS_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+
 /** A claimed message, with its subscriber. */
 export interface ClaimedMessage extends SubscriberAddress {
   id: string;
@@ -197,10 +219,9 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined, 
         -- webhook batch takes one round trip, not two.
         owned_notifications AS (${notificationsOf(sql`ARRAY(SELECT id FROM owned)`)})
         SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned,
-               s.email, s.webhook_url, s.webhook_secret, s.robot_kind, s.robot_url,
-               s.robot_secret, s.lang, s.active, s.disabled_reason,
-               s.unsubscribed_at IS NOT NULL AS unsubscribed, s.quiet_from, s.quiet_to,
-               s.timezone, n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
+               ${sql.raw(subscriberAddressColumns('s'))}, s.active,
+               s.unsubscribed_at IS NOT NULL AS unsubscribed,
+               n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
                n.place_id AS n_place_id, n.event_id AS n_event_id, n.record AS n_record,
                n.supersedes AS n_supersedes, n.attributions AS n_attributions,
                n.detected_at AS n_detected_at, n.in_force AS n_in_force,
