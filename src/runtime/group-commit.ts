@@ -15,6 +15,13 @@ export interface GroupCommitOptions {
    * of the event loop).
    */
   lingerMs?: number;
+  /**
+   * Items the last write must have carried for the next to linger too; one that finds no write
+   * running always does. Below it, items come too slowly for the wait to gather many: those that
+   * arrived during the last write have waited for company already and go as soon as it ends.
+   * Zero (the default): every write lingers.
+   */
+  busyItems?: number;
 }
 
 /**
@@ -27,6 +34,7 @@ export class GroupCommit<T, R = void> {
   readonly #write: (items: T[]) => Promise<readonly R[] | void>;
   readonly #maxItems: number;
   readonly #lingerMs: number;
+  readonly #busyItems: number;
   #waiting: Waiting<T, R>[] = [];
   #writing = false;
 
@@ -37,6 +45,7 @@ export class GroupCommit<T, R = void> {
     this.#write = write;
     this.#maxItems = options.maxItems ?? 1000;
     this.#lingerMs = options.lingerMs ?? 0;
+    this.#busyItems = options.busyItems ?? 0;
   }
 
   add(item: T): Promise<R> {
@@ -50,9 +59,11 @@ export class GroupCommit<T, R = void> {
   }
 
   async #drain(): Promise<void> {
+    let linger = this.#lingerMs > 0;
     while (this.#waiting.length > 0) {
-      if (this.#lingerMs > 0 && this.#waiting.length < this.#maxItems) await sleep(this.#lingerMs);
+      if (linger && this.#waiting.length < this.#maxItems) await sleep(this.#lingerMs);
       const batch = this.#waiting.splice(0, this.#maxItems);
+      linger = this.#lingerMs > 0 && batch.length >= this.#busyItems;
       try {
         const results = await this.#write(batch.map((w) => w.item));
         batch.forEach((w, i) => w.resolve(results?.[i] as R));

@@ -62,4 +62,40 @@ describe('GroupCommit', () => {
     await expect(Promise.all(later)).resolves.toEqual([undefined, undefined]);
     expect(batches).toEqual([[1], [2, 3]]);
   });
+
+  it('lingers after a write only when it was busy: otherwise what arrived during it goes as soon as it ends', async () => {
+    const batches: number[][] = [];
+    const gates: { started: () => void; finish?: () => void }[] = [];
+    const gated = (n: number) => new Promise<void>((started) => (gates[n] = { started }));
+    const writeStarted = [gated(0), gated(1)];
+    const finish = (n: number) => gates[n]!.finish!();
+    const group = new GroupCommit<number>(
+      async (items) => {
+        const gate = gates[batches.length];
+        batches.push(items);
+        if (!gate) return;
+        gate.started();
+        await new Promise<void>((resolve) => (gate.finish = resolve));
+      },
+      { lingerMs: 400, busyItems: 3 },
+    );
+    const done = [group.add(1), group.add(2)];
+    await sleep(50);
+    // Within the linger of a write that found none running: it joins that write.
+    done.push(group.add(3));
+    await writeStarted[0];
+    done.push(group.add(4));
+    finish(0);
+    // The first write carried three (busy): the second lingers, and takes this one too.
+    await sleep(100);
+    done.push(group.add(5));
+    await writeStarted[1];
+    done.push(group.add(6));
+    finish(1);
+    // The second carried two: the third goes at once, without this one.
+    await sleep(100);
+    done.push(group.add(7));
+    await Promise.all(done);
+    expect(batches).toEqual([[1, 2, 3], [4, 5], [6], [7]]);
+  });
 });
