@@ -29,7 +29,11 @@ export const checkPlacePayload = z.object({
 /** A v1 point's check, told apart by `pointId`. */
 export const checkPointPayload = z.object({
   cycleId: z.string().uuid(),
-  pointId: z.string().regex(POINT_KEY_PATTERN),
+  // Exactly as `pointAt` writes it: "30.10,120" matches the pattern but names no point.
+  pointId: z
+    .string()
+    .regex(POINT_KEY_PATTERN)
+    .refine((key) => parsePointKey(key) !== null, 'not a point key as pointAt writes it'),
   cycleStartedAt,
   english,
 });
@@ -37,14 +41,10 @@ export const checkPointPayload = z.object({
 export const checkPayload = z.union([checkPlacePayload, checkPointPayload]);
 export type CheckPayload = z.infer<typeof checkPayload>;
 
-export class InvalidPointError extends Error {
-  override name = 'InvalidPointError';
-}
-
 /** The check job: one place (v7) or one point (v1), checked by `applyCheck`. */
 export async function runCheck(ctx: PipelineContext, payload: CheckPayload): Promise<CheckOutcome> {
   if ('placeId' in payload) return applyCheck(ctx, placeSubject(payload.placeId), payload);
-  const point = parsePointKey(payload.pointId);
-  if (!point) throw new InvalidPointError(`"${payload.pointId}" is not a point key`);
+  // The payload's schema refused any key that names no point.
+  const point = parsePointKey(payload.pointId)!;
   return applyCheck(ctx, pointSubject(point, ctx.config.qweather.v1Points), payload);
 }
