@@ -25,11 +25,12 @@ export const MARK_LINGER_MS = 2;
  * Marks the last statement must have carried for the next to wait `MARK_LINGER_MS` as well.
  * Where sends finish a few at a time (a small storm, a loaded machine), the wait after every
  * statement gathered one or two more marks and kept each 13–17 ms (p50) behind its send, 9–11
- * without it, in the hostile fault storm, whose kills then resent whole batches. Where they
- * finish by the dozen (the bench's storms), dropping that wait cost the storm 10 % more Postgres
- * CPU per notification (docs/RELIABILITY.md).
+ * without it, in the hostile fault storm (2–5 marks a statement), whose kills then resent whole
+ * batches. Where they finish by the dozen (the bench's storms), dropping that wait cost the
+ * storm 10 % more Postgres CPU per notification (docs/RELIABILITY.md). Half the 16 a storm's
+ * statement carried without any wait: a storm that goes a statement without it comes back.
  */
-export const MARK_BUSY_ROWS = 16;
+export const MARK_BUSY_ROWS = 8;
 
 /**
  * Pauses before a failed mark is written again. The sends it records have happened: a mark lost
