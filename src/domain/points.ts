@@ -32,7 +32,7 @@ export function pointAt(lat: number, lon: number): Point | null {
 }
 
 /** A point key as `pointAt` writes it: "lat,lon", at most two decimals each. */
-export const POINT_KEY_PATTERN = /^-?\d{1,2}(\.\d{1,2})?,-?\d{1,3}(\.\d{1,2})?$/;
+const POINT_KEY_PATTERN = /^-?\d{1,2}(\.\d{1,2})?,-?\d{1,3}(\.\d{1,2})?$/;
 
 /** The point a key names; null unless the key is exactly what `pointAt` would write. */
 export function parsePointKey(key: string): Point | null {

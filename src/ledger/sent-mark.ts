@@ -27,8 +27,9 @@ export const MARK_LINGER_MS = 2;
  * statement gathered one or two more marks and kept each 13–17 ms (p50) behind its send, 9–11
  * without it, in the hostile fault storm (2–5 marks a statement), whose kills then resent whole
  * batches. Where they finish by the dozen (the bench's storms), dropping that wait cost the
- * storm 10 % more Postgres CPU per notification (docs/RELIABILITY.md). Half the 16 a storm's
- * statement carried without any wait: a storm that goes a statement without it comes back.
+ * storm 10 % more Postgres CPU per notification (docs/RELIABILITY.md). 8 is half the 16 marks a
+ * storm's statement carried with no wait at all, so a storm whose statement once goes out
+ * without the wait is back to waiting at the next.
  */
 export const MARK_BUSY_ROWS = 8;
 

@@ -3,7 +3,7 @@ import { applyCheck } from '../detection/apply-check.js';
 import type { CheckOutcome } from '../detection/check-outcome.js';
 import { placeSubject } from '../detection/place-subject.js';
 import { pointSubject } from '../detection/point-subject.js';
-import { parsePointKey, POINT_KEY_PATTERN } from '../domain/points.js';
+import { parsePointKey } from '../domain/points.js';
 import type { PipelineContext } from '../runtime/context.js';
 
 export { CHECK_JOB } from '../detection/apply-check.js';
@@ -29,10 +29,9 @@ export const checkPlacePayload = z.object({
 /** A v1 point's check, told apart by `pointId`. */
 export const checkPointPayload = z.object({
   cycleId: z.string().uuid(),
-  // Exactly as `pointAt` writes it: "30.10,120" matches the pattern but names no point.
+  // Exactly as `pointAt` writes it: "30.10,120" has the key's shape but names no point.
   pointId: z
     .string()
-    .regex(POINT_KEY_PATTERN)
     .refine((key) => parsePointKey(key) !== null, 'not a point key as pointAt writes it'),
   cycleStartedAt,
   english,
