@@ -11,9 +11,9 @@ export interface StatementRunner {
 const MAX_ROWS_PER_FLUSH = 1000;
 
 /**
- * How long a mark waits for others before its statement starts. A storm's sends finish a few
- * per millisecond in each process, and without the wait a statement carried about 16 marks: the
- * marks were a quarter of the storm's statements, each a round trip that costs both processes
+ * How long a mark waits for others before its statement starts, when no statement runs or the
+ * last one was busy (`MARK_BUSY_ROWS`). A storm's sends finish a few per millisecond in each
+ * process, and without the wait a statement carried about 16 marks: the marks were a quarter of the storm's statements, each a round trip that costs both processes
  * far more CPU than its rows. A job waits this much longer for its ledger, and a crash in that
  * time sends those messages again, under the same ids: at 10 ms a worker killed mid-cycle in
  * the fault suite resent 13–18 on a fast machine (bound 16), at 2 ms 8, and the storm's Postgres
@@ -45,7 +45,8 @@ export const MARK_RETRY_DELAYS_MS: readonly number[] = [100, 500, 2000];
  * Marks messages sent, many per statement (a `GroupCommit`): those made within
  * `MARK_LINGER_MS` of each other, and those made while a statement runs, go together. The
  * caller waits for its own row's write, so a job never finishes ahead of its ledger, and the
- * window in which a crash loses an accepted send stays a statement and a linger wide.
+ * window in which a crash loses an accepted send stays at most the running statement, a linger
+ * and its own statement wide.
  */
 export class SentRecorder {
   readonly #marks: GroupCommit<Mark>;
