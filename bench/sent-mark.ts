@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { openPostgres } from '../src/db/client.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
@@ -34,8 +33,6 @@ export interface MarkVariantResult {
   hotUpdates: number;
 }
 
-const dialect = new PgDialect();
-
 /** Marks `rows` pending messages of `table` sent, `batch` a flush, through `SentRecorder`. */
 async function markAll(
   client: pg.Client,
@@ -55,10 +52,9 @@ async function markAll(
   await client.query(`VACUUM ANALYZE ${table}`);
   // The ledger's own statement; for the copy, the same text on its table.
   const recorder = new SentRecorder({
-    execute: (query) => {
-      const built = dialect.sqlToQuery(query);
-      const text = built.sql.replace('UPDATE messages d', `UPDATE ${table} d`);
-      return client.query({ name: `mark_${table}`, text, values: built.params });
+    run: (statement, values) => {
+      const text = statement.text.replace('UPDATE messages d', `UPDATE ${table} d`);
+      return client.query({ name: `mark_${table}`, text, values: statement.values(values) });
     },
   });
   const shuffled = [...ids].sort(() => Math.random() - 0.5);

@@ -153,27 +153,43 @@ export async function transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Prom
 const dialect = new PgDialect();
 const statementNames = new Map<string, string>();
 
+/** The name of the prepared statement of `text`: derived from it, so two never share one. */
+export function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `qwn_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * Runs `text` as the named prepared statement `name` on node-postgres; null on PGlite, which has
+ * no named statements (the caller runs it through drizzle there).
+ */
+export async function runNamed<T>(
+  db: Db,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<T[] | null> {
+  const queryable = pgQueryable(db);
+  if (!queryable) return null;
+  const result = await queryable.query({ name, text, values, types: ROW_TYPES });
+  return result.rows as T[];
+}
+
 /**
  * `queryRows` as a named prepared statement: each connection parses and plans it once, not on
  * every run. For the statements a storm or a quiet cycle runs thousands of times, where the
- * planning of their CTEs was a visible share of Postgres's CPU. The name derives from the text,
- * so two statements can never share one. PGlite has no named statements: there it is
- * `queryRows`.
+ * planning of their CTEs was a visible share of Postgres's CPU. PGlite has no named statements:
+ * there it is `queryRows`. A statement of a hot path whose shape never changes is a
+ * `PreparedStatement` (src/db/prepared.ts), whose text is not built again on every call.
  */
 export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
-  const queryable = pgQueryable(db);
-  if (!queryable) return queryRows<T>(db, query);
   const built = dialect.sqlToQuery(query);
-  let name = statementNames.get(built.sql);
-  if (!name) {
-    name = `qwn_${createHash('sha1').update(built.sql).digest('hex').slice(0, 20)}`;
-    statementNames.set(built.sql, name);
-  }
-  const result = await queryable.query({
-    name,
-    text: built.sql,
-    values: built.params,
-    types: ROW_TYPES,
-  });
-  return result.rows as T[];
+  return (
+    (await runNamed<T>(db, statementName(built.sql), built.sql, built.params)) ??
+    queryRows<T>(db, query)
+  );
 }

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { queryPrepared, transaction, type Tx } from '../db/client.js';
+import { PreparedStatement } from '../db/prepared.js';
 import {
   detectChanges,
   NO_EVENTS,
@@ -213,17 +214,17 @@ async function lockRow(
   subject: CheckSubject,
   check: Check,
 ): Promise<LockedRow | undefined> {
-  const statement = lockCheckedRow(subject.table, {
+  const request = {
     cycleId: check.cycleId,
     key: subject.key,
     fetchOk: check.fetch.ok,
     fetchStartedAt: check.fetchStartedAt,
     now: check.now,
-    answer: check.answer ?? undefined,
-  });
-  const [row] = await queryPrepared<LockedRow>(tx, statement);
+    ...(check.answer ? { answer: check.answer } : {}),
+  };
+  const [row] = await lockCheckedRow<LockedRow>(tx, subject.table, request);
   if (row || !(await subject.createRow(tx))) return row;
-  const [created] = await queryPrepared<LockedRow>(tx, statement);
+  const [created] = await lockCheckedRow<LockedRow>(tx, subject.table, request);
   if (!created)
     throw new Error(`${subject.table} row ${subject.key} vanished inside its own check`);
   return created;
@@ -283,12 +284,13 @@ async function checkLocked(
 async function lockWarnings(tx: Tx, detection: DetectResult): Promise<void> {
   const ids = [...new Set(detection.events.flatMap((e) => [e.warningId, ...e.chain]))].sort();
   if (ids.length === 0) return;
-  await queryPrepared(
-    tx,
-    sql`SELECT pg_advisory_xact_lock(hashtextextended('qwn-alert/' || id, 0))
-        FROM unnest(${sql.param(ids)}::text[]) AS id`,
-  );
+  await LOCK_WARNINGS.run(tx, { ids });
 }
+
+const LOCK_WARNINGS = new PreparedStatement<{ ids: string[] }>(
+  (p) => sql`SELECT pg_advisory_xact_lock(hashtextextended('qwn-alert/' || id, 0))
+    FROM unnest(${p.ids}::text[]) AS id`,
+);
 
 /**
  * Writes a detection: the tracked warnings, the events and, for each event new to the store, one

@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { queryPrepared } from '../db/client.js';
+import { queryPrepared, type Db } from '../db/client.js';
+import { PreparedStatement } from '../db/prepared.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { GroupCommit } from '../runtime/group-commit.js';
 import type { DetectResult } from '../domain/detect.js';
@@ -48,6 +49,49 @@ export interface LockRequest {
   answer?: { tag: string | null; attributions: readonly string[] };
 }
 
+/** `LockRequest` as its statement's values: the answer's parts on their own. */
+interface LockValues extends Omit<LockRequest, 'answer'> {
+  tag: string | null;
+  attributions: readonly string[];
+}
+
+/** The statement of `lockCheckedRow`, for a table and whether the check fetched an answer. */
+function lockStatement(table: CheckedTable, answered: boolean): PreparedStatement<LockValues> {
+  return new PreparedStatement<LockValues>((p) => {
+    const pointColumns = table === 'alert_points' ? sql`, last_tag, v7_adopted_at` : sql``;
+    const answerColumns = answered
+      ? sql`, ${pointAnswerBookkeeping({
+          applied: sql`(${p.fetchOk}::boolean AND NOT coalesce(
+            (SELECT last_fetched_at FROM locked) > ${p.fetchStartedAt}::timestamptz, false))`,
+          tag: sql`${p.tag}::text`,
+          attributions: sql`${p.attributions}::text[]`,
+        })}`
+      : sql``;
+    return sql`WITH locked AS (
+        SELECT xmin::text AS version, last_cycle_id, last_fetched_at${pointColumns}
+        FROM ${sql.identifier(table)} WHERE id = ${p.key} FOR UPDATE),
+      written AS (
+        UPDATE ${sql.identifier(table)} c
+        SET ${placeBookkeeping({
+          cycleId: sql`${p.cycleId}::uuid`,
+          fetchOk: sql`${p.fetchOk}::boolean`,
+          fetchStartedAt: sql`${p.fetchStartedAt}::timestamptz`,
+          now: sql`${p.now}::timestamptz`,
+        })}${answerColumns}
+        WHERE id = ${p.key}
+          AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${p.cycleId}::uuid)
+      SELECT * FROM locked`;
+  });
+}
+
+const LOCK_STATEMENTS = {
+  places: { plain: lockStatement('places', false), answered: lockStatement('places', true) },
+  alert_points: {
+    plain: lockStatement('alert_points', false),
+    answered: lockStatement('alert_points', true),
+  },
+} as const;
+
 /**
  * The statement a changing check begins with: it locks the check's row, which serializes the
  * checks of one place or point across processes and cycles, and writes the row's bookkeeping in
@@ -56,30 +100,15 @@ export interface LockRequest {
  * check writes nothing. Returns the row as it was before this write (`CheckedRow`, without its
  * warnings), or nothing when there is no row.
  */
-export function lockCheckedRow(table: CheckedTable, check: LockRequest): SQL {
-  const pointColumns = table === 'alert_points' ? sql`, last_tag, v7_adopted_at` : sql``;
-  const answerColumns = check.answer
-    ? sql`, ${pointAnswerBookkeeping({
-        applied: sql`(${check.fetchOk}::boolean AND NOT coalesce(
-          (SELECT last_fetched_at FROM locked) > ${check.fetchStartedAt}::timestamptz, false))`,
-        tag: sql`${check.answer.tag}::text`,
-        attributions: sql`${sql.param(check.answer.attributions)}::text[]`,
-      })}`
-    : sql``;
-  return sql`WITH locked AS (
-      SELECT xmin::text AS version, last_cycle_id, last_fetched_at${pointColumns}
-      FROM ${sql.identifier(table)} WHERE id = ${check.key} FOR UPDATE),
-    written AS (
-      UPDATE ${sql.identifier(table)} c
-      SET ${placeBookkeeping({
-        cycleId: sql`${check.cycleId}::uuid`,
-        fetchOk: sql`${check.fetchOk}::boolean`,
-        fetchStartedAt: sql`${check.fetchStartedAt}::timestamptz`,
-        now: sql`${check.now}::timestamptz`,
-      })}${answerColumns}
-      WHERE id = ${check.key}
-        AND (SELECT last_cycle_id FROM locked) IS DISTINCT FROM ${check.cycleId}::uuid)
-    SELECT * FROM locked`;
+export function lockCheckedRow<T>(
+  db: Db,
+  table: CheckedTable,
+  { answer, ...check }: LockRequest,
+): Promise<T[]> {
+  const statements = LOCK_STATEMENTS[table];
+  return answer
+    ? statements.answered.run<T>(db, { ...check, ...answer })
+    : statements.plain.run<T>(db, { ...check, tag: null, attributions: [] });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CHANNELS, kindOf } from '../channels/kinds.js';
 import type { Channel, CreatedMessage } from './message.js';
@@ -23,18 +23,18 @@ export const deliverPayload = z.object({
 });
 export type DeliverPayload = z.infer<typeof deliverPayload>;
 
-/**
- * SQL for each row's first-attempt job, in a statement over rows with a `channel` column:
- * `prefix`, the channel and the batch number, `firstAttemptBatch` rows per job in `orderBy`
- * order. The writers of messages name their jobs in the statement that writes them.
- */
 /** `firstAttemptBatch` of the channel in `channel`, an SQL expression of type int. */
 const BATCH_SIZE_BY_CHANNEL = (channel: SQL): SQL =>
   sql`CASE ${channel} ${sql.raw(
     CHANNELS.map((c) => `WHEN '${c}' THEN ${kindOf(c).firstAttemptBatch}`).join(' '),
   )} END`;
 
-export function firstAttemptJob(prefix: string, channel: SQL, orderBy: SQL): SQL {
+/**
+ * SQL for each row's first-attempt job, in a statement over rows with a `channel` column:
+ * `prefix`, the channel and the batch number, `firstAttemptBatch` rows per job in `orderBy`
+ * order. The writers of messages name their jobs in the statement that writes them.
+ */
+export function firstAttemptJob(prefix: string | Placeholder, channel: SQL, orderBy: SQL): SQL {
   return sql`${prefix}::text || ${channel} ||
     ((row_number() OVER (PARTITION BY ${channel} ORDER BY ${orderBy}) - 1) /
       ${BATCH_SIZE_BY_CHANNEL(channel)})::text`;

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
-import { queryPrepared, queryRows } from '../db/client.js';
+import { queryRows } from '../db/client.js';
+import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
 import {
@@ -216,50 +217,128 @@ export interface RecordInput {
 }
 
 /**
- * A message per notification, under the notification's id, written by the common table
- * expressions `direct` and `direct_messages` as one column array per field: nine parameters,
- * not nine per row, which a storm's checks spent most of their time building and Postgres
- * parsing. Rows of one channel share a first-attempt job, `firstAttemptBatch` at a time
- * (src/channels/kinds.ts), which owns their first attempts (`first_job_id`, src/ledger/take.ts).
- * `ids` are the notifications' ids, drawn here so that a message sent from this process is known
- * by its id before the statement returns (`knownFirstAttempt`).
+ * A check's notifications as the column arrays that `unnest` reads: one parameter per column,
+ * not one per row and column, which a storm's checks spent most of their time building and
+ * Postgres parsing.
  */
-function directCtes(
-  chunk: readonly NewNotification[],
-  ids: readonly string[],
-  input: RecordInput,
-  offset: number,
-): SQL {
-  const column = <T>(pick: (r: NewNotification) => T) => sql.param(chunk.map(pick));
+interface NotificationColumns {
+  subscriberIds: string[];
+  eventIds: number[];
+  cycleIds: string[];
+  placeIds: string[];
+  warningIds: string[];
+  eventTypes: EventType[];
+  occurrences: number[];
+  channels: Channel[];
+}
+
+function notificationColumns(rows: readonly NewNotification[]): NotificationColumns {
+  return {
+    subscriberIds: rows.map((r) => r.subscriberId),
+    eventIds: rows.map((r) => r.eventId),
+    cycleIds: rows.map((r) => r.cycleId),
+    placeIds: rows.map((r) => r.placeId),
+    warningIds: rows.map((r) => r.warningId),
+    eventTypes: rows.map((r) => r.eventType),
+    occurrences: rows.map((r) => r.occurrence),
+    channels: rows.map((r) => r.channel),
+  };
+}
+
+/** What `directCtes` writes: the notifications, their ids, and how their messages start. */
+interface DirectValues extends NotificationColumns {
+  now: Date;
+  /** The notifications' ids, which their messages share. */
+  ids: string[];
+  /** What the check's first-attempt job ids start with (`firstAttemptJob`). */
+  jobPrefix: string;
+  /** The channels whose messages are written leased to the writer (`RecordInput.leased`). */
+  leased: Channel[];
+}
+
+/**
+ * A message per notification, under the notification's id, written by the common table
+ * expressions `direct` and `direct_messages`. Rows of one channel share a first-attempt job,
+ * `firstAttemptBatch` at a time (src/channels/kinds.ts), which owns their first attempts
+ * (`first_job_id`, src/ledger/take.ts). The ids are drawn by the writer, so that a message sent
+ * from its process is known by its id before the statement returns (`knownFirstAttempt`).
+ */
+function directCtes(p: Placeholders<DirectValues>): SQL {
   return sql`direct AS (
           INSERT INTO deliveries (id, message_id, subscriber_id, event_id, cycle_id, place_id,
             warning_id, event_type, occurrence, channel, created_at)
           SELECT v.id, v.id, v.subscriber_id, v.event_id, v.cycle_id, v.place_id, v.warning_id,
-            v.event_type, v.occurrence, v.channel, ${input.now}::timestamptz
-          FROM unnest(${sql.param(ids)}::uuid[], ${column((r) => r.subscriberId)}::uuid[],
-            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-            ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
-            ${column((r) => r.channel)}::text[])
+            v.event_type, v.occurrence, v.channel, ${p.now}::timestamptz
+          FROM unnest(${p.ids}::uuid[], ${p.subscriberIds}::uuid[], ${p.eventIds}::bigint[],
+            ${p.cycleIds}::uuid[], ${p.placeIds}::text[], ${p.warningIds}::text[],
+            ${p.eventTypes}::text[], ${p.occurrences}::int[], ${p.channels}::text[])
             AS v(id, subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
                  occurrence, channel)
           ON CONFLICT DO NOTHING
           RETURNING id, subscriber_id, channel),
         direct_batched AS (
-          SELECT n.*,
-            ${firstAttemptJob(`${input.key}_${offset}_`, sql`n.channel`, sql`n.id`)} AS first_job_id
+          SELECT n.*, ${firstAttemptJob(p.jobPrefix, sql`n.channel`, sql`n.id`)} AS first_job_id
           FROM direct n),
         -- A check runs once per cycle, so its job ids are new; a run repeated after its commit
         -- (a stalled job) names a job that has run: the sweeper hands those messages back.
         direct_messages AS (
           INSERT INTO messages (id, subscriber_id, channel, status, next_attempt_at, first_job_id,
             claimed_until, created_at, updated_at)
-          SELECT id, subscriber_id, channel, 'pending', ${input.now}::timestamptz, first_job_id,
-            CASE WHEN channel = ANY(${sql.param([...(input.leased ?? [])])}::text[])
-              THEN ${input.now}::timestamptz + make_interval(secs => ${CLAIM_SECONDS}) END,
-            ${input.now}::timestamptz, ${input.now}::timestamptz
+          SELECT id, subscriber_id, channel, 'pending', ${p.now}::timestamptz, first_job_id,
+            CASE WHEN channel = ANY(${p.leased}::text[])
+              THEN ${p.now}::timestamptz + make_interval(secs => ${CLAIM_SECONDS}) END,
+            ${p.now}::timestamptz, ${p.now}::timestamptz
           FROM direct_batched)`;
 }
+
+function directValues(
+  chunk: readonly NewNotification[],
+  ids: string[],
+  input: RecordInput,
+  offset: number,
+): DirectValues {
+  return {
+    ...notificationColumns(chunk),
+    now: input.now,
+    ids,
+    jobPrefix: `${input.key}_${offset}_`,
+    leased: [...(input.leased ?? [])],
+  };
+}
+
+const DIRECT_RESULT = sql`(SELECT json_agg(json_build_object(
+    'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_batched) AS direct`;
+
+/** What `cycleJoinCtes` writes: the notifications of cycle-only subscribers. */
+interface CycleJoinValues {
+  now: Date;
+  /** The cycles they join, in id order (the order their rows are locked in). */
+  cycles: string[];
+  joiningSubscriberIds: string[];
+  joiningEventIds: number[];
+  joiningCycleIds: string[];
+  joiningPlaceIds: string[];
+  joiningWarningIds: string[];
+  joiningEventTypes: EventType[];
+  joiningOccurrences: number[];
+  joiningChannels: Channel[];
+  /** Each notification's message: its subscriber's of its cycle (`cycleMessageId`). */
+  joiningMessageIds: string[];
+}
+
+const JOINED_RESULT = sql`(SELECT array_agg(id::text) FROM collecting) AS collecting,
+  (SELECT count(*)::int FROM joined) AS joined`;
+
+/** The statements of `insertUnscheduled`, by what a check owes: each shape's text built once. */
+const INSERT_DIRECT = new PreparedStatement<DirectValues>(
+  (p) => sql`WITH ${directCtes(p)} SELECT ${DIRECT_RESULT}`,
+);
+const INSERT_JOINED = new PreparedStatement<CycleJoinValues>(
+  (p) => sql`WITH ${cycleJoinCtes(p)} SELECT NULL::json AS direct, ${JOINED_RESULT}`,
+);
+const INSERT_DIRECT_AND_JOINED = new PreparedStatement<DirectValues & CycleJoinValues>(
+  (p) => sql`WITH ${directCtes(p)}, ${cycleJoinCtes(p)} SELECT ${DIRECT_RESULT}, ${JOINED_RESULT}`,
+);
 
 interface CreatedRow {
   id: string;
@@ -279,34 +358,25 @@ async function insertUnscheduled(
   input: RecordInput,
   offset: number,
 ): Promise<InsertedNotifications & { late: NewNotification[] }> {
-  const ctes: SQL[] = [];
-  const results: SQL[] = [];
   const ids = parts.direct.map(() => randomUUID());
-  if (parts.direct.length > 0) {
-    ctes.push(directCtes(parts.direct, ids, input, offset));
-    results.push(sql`(SELECT json_agg(json_build_object(
-        'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_batched)
-      AS direct`);
-  } else {
-    results.push(sql`NULL::json AS direct`);
-  }
   const cycleOnly = parts.cycleOnly;
-  if (cycleOnly.length > 0) {
-    ctes.push(cycleJoinCtes(cycleOnly, input.now));
-    results.push(sql`(SELECT array_agg(id::text) FROM collecting) AS collecting,
-      (SELECT count(*)::int FROM joined) AS joined`);
-  }
-  const [row] = await queryPrepared<{
-    direct: CreatedRow[] | null;
-    collecting?: string[] | null;
-    joined?: number;
-  }>(tx, sql`WITH ${sql.join(ctes, sql`, `)} SELECT ${sql.join(results, sql`, `)}`);
-  const direct = row?.direct ?? [];
+  const joining = cycleOnly.length > 0 ? cycleJoinValues(cycleOnly, input.now) : null;
+  const direct = parts.direct.length > 0 ? directValues(parts.direct, ids, input, offset) : null;
+  type Result = { direct: CreatedRow[] | null; collecting?: string[] | null; joined?: number };
+  const [row] =
+    direct && joining
+      ? await INSERT_DIRECT_AND_JOINED.run<Result>(tx, { ...direct, ...joining })
+      : direct
+        ? await INSERT_DIRECT.run<Result>(tx, direct)
+        : joining
+          ? await INSERT_JOINED.run<Result>(tx, joining)
+          : [];
+  const created = row?.direct ?? [];
   const written = new Map<string, NewNotification>(ids.map((id, i) => [id, parts.direct[i]!]));
   const result = {
-    count: direct.length,
+    count: created.length,
     late: [] as NewNotification[],
-    messages: direct.map((m): CreatedMessage => {
+    messages: created.map((m): CreatedMessage => {
       const leased = input.leased?.includes(m.channel) ?? false;
       const notification = written.get(m.id)!;
       return {
@@ -360,28 +430,42 @@ export function cycleMessageId(subscriberId: string, cycleId: string): string {
  * leaves its notifications `late`, for the scheduler
  * (test/pipeline/cycle-message-race.int.test.ts).
  */
-function cycleJoinCtes(rows: readonly NewNotification[], now: Date): SQL {
-  const column = <T>(pick: (r: NewNotification) => T) => sql.param(rows.map(pick));
-  const cycleIds = [...new Set(rows.map((r) => r.cycleId))].sort();
+function cycleJoinCtes(p: Placeholders<CycleJoinValues>): SQL {
   return sql`collecting AS (
           SELECT id FROM poll_cycles
-          WHERE id = ANY(${sql.param(cycleIds)}::uuid[]) AND released_at IS NULL
+          WHERE id = ANY(${p.cycles}::uuid[]) AND released_at IS NULL
           ORDER BY id
           FOR KEY SHARE),
         joined AS (
           INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
             event_type, occurrence, channel, message_id, created_at)
-          SELECT *, ${now}::timestamptz FROM unnest(${column((r) => r.subscriberId)}::uuid[],
-            ${column((r) => r.eventId)}::bigint[], ${column((r) => r.cycleId)}::uuid[],
-            ${column((r) => r.placeId)}::text[], ${column((r) => r.warningId)}::text[],
-            ${column((r) => r.eventType)}::text[], ${column((r) => r.occurrence)}::int[],
-            ${column((r) => r.channel)}::text[],
-            ${column((r) => cycleMessageId(r.subscriberId, r.cycleId))}::uuid[])
+          SELECT *, ${p.now}::timestamptz FROM unnest(${p.joiningSubscriberIds}::uuid[],
+            ${p.joiningEventIds}::bigint[], ${p.joiningCycleIds}::uuid[],
+            ${p.joiningPlaceIds}::text[], ${p.joiningWarningIds}::text[],
+            ${p.joiningEventTypes}::text[], ${p.joiningOccurrences}::int[],
+            ${p.joiningChannels}::text[], ${p.joiningMessageIds}::uuid[])
             AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, occurrence,
                  channel, message_id)
           WHERE v.cycle_id IN (SELECT id FROM collecting)
           ON CONFLICT DO NOTHING
           RETURNING message_id)`;
+}
+
+function cycleJoinValues(rows: readonly NewNotification[], now: Date): CycleJoinValues {
+  const columns = notificationColumns(rows);
+  return {
+    now,
+    cycles: [...new Set(columns.cycleIds)].sort(),
+    joiningSubscriberIds: columns.subscriberIds,
+    joiningEventIds: columns.eventIds,
+    joiningCycleIds: columns.cycleIds,
+    joiningPlaceIds: columns.placeIds,
+    joiningWarningIds: columns.warningIds,
+    joiningEventTypes: columns.eventTypes,
+    joiningOccurrences: columns.occurrences,
+    joiningChannels: columns.channels,
+    joiningMessageIds: rows.map((r) => cycleMessageId(r.subscriberId, r.cycleId)),
+  };
 }
 
 interface SubscriberPrefsRow {

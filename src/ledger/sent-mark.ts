@@ -1,11 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { PreparedStatement } from '../db/prepared.js';
 import { GroupCommit } from '../runtime/group-commit.js';
 
-/** What the recorder needs of the database: `Db` fits. */
-export interface StatementRunner {
-  execute(query: SQL): PromiseLike<unknown>;
+/** What the recorder needs of the database: to run its statement (`MARK_SENT`) with its marks. */
+export interface MarkRunner {
+  run(statement: typeof MARK_SENT, values: MarkValues): PromiseLike<unknown>;
 }
+
+/** The recorder on `db` itself. */
+export const markOn = (db: Db): MarkRunner => ({
+  run: (statement, values) => statement.run(db, values),
+});
 
 /** Bounded statements: a flush after a slow commit can find thousands of marks waiting. */
 const MAX_ROWS_PER_FLUSH = 1000;
@@ -13,8 +20,9 @@ const MAX_ROWS_PER_FLUSH = 1000;
 /**
  * How long a mark waits for others before its statement starts, when no statement runs or the
  * last one was busy (`MARK_BUSY_ROWS`). A storm's sends finish a few per millisecond in each
- * process, and without the wait a statement carried about 16 marks: the marks were a quarter of the storm's statements, each a round trip that costs both processes
- * far more CPU than its rows. A job waits this much longer for its ledger, and a crash in that
+ * process, and without the wait a statement carried about 16 marks: the marks were a quarter of
+ * the storm's statements, each a round trip that costs both processes far more CPU than its
+ * rows. A job waits this much longer for its ledger, and a crash in that
  * time sends those messages again, under the same ids: at 10 ms a worker killed mid-cycle in
  * the fault suite resent 13–18 on a fast machine (bound 16), at 2 ms 8, and the storm's Postgres
  * CPU rose 4 % where no wait at all cost 11 % (docs/benchmarks-history.md, items 34 and 57).
@@ -52,7 +60,7 @@ export class SentRecorder {
   readonly #marks: GroupCommit<Mark>;
 
   constructor(
-    db: StatementRunner,
+    db: MarkRunner,
     retryDelaysMs: readonly number[] = MARK_RETRY_DELAYS_MS,
     lingerMs = MARK_LINGER_MS,
   ) {
@@ -61,7 +69,7 @@ export class SentRecorder {
         let attempt = 0;
         for (;;) {
           try {
-            await db.execute(markStatement(marks));
+            await db.run(MARK_SENT, markValues(marks));
             return;
           } catch (err) {
             const pause = retryDelaysMs[attempt];
@@ -89,15 +97,24 @@ interface Mark {
   at: Date;
 }
 
-/** One statement for a flush. */
-function markStatement(marks: readonly Mark[]): SQL {
-  const ids = sql.param(marks.map((m) => m.id));
-  // The ANY() beside the join lets the planner look the rows up by primary key rather than
-  // join the whole table when its statistics lag behind a storm's inserts.
-  return sql`UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
+interface MarkValues {
+  ids: string[];
+  /** When each was sent, as the ISO text Postgres reads into timestamptz[]. */
+  sentAt: string[];
+}
+
+function markValues(marks: readonly Mark[]): MarkValues {
+  return { ids: marks.map((m) => m.id), sentAt: marks.map((m) => m.at.toISOString()) };
+}
+
+/**
+ * The statement of a flush. The ANY() beside the join lets the planner look the rows up by
+ * primary key rather than join the whole table when its statistics lag behind a storm's inserts.
+ */
+export const MARK_SENT = new PreparedStatement<MarkValues>(
+  (p) => sql`UPDATE messages d SET status = 'sent', sent_at = v.at, claimed_until = NULL,
       -- A first attempt sent by the job that owns it was not claimed, so not yet counted.
       attempts = greatest(d.attempts, 1), last_error = NULL, updated_at = v.at
-    FROM unnest(${ids}::uuid[],
-                ${sql.param(marks.map((m) => m.at.toISOString()))}::timestamptz[]) AS v(id, at)
-    WHERE d.id = v.id AND d.id = ANY(${ids}::uuid[])`;
-}
+    FROM unnest(${p.ids}::uuid[], ${p.sentAt}::timestamptz[]) AS v(id, at)
+    WHERE d.id = v.id AND d.id = ANY(${p.ids}::uuid[])`,
+);

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { queryPrepared } from '../db/client.js';
+import { PreparedStatement } from '../db/prepared.js';
 import type { EventType } from '../domain/detect.js';
 import { channelsWhere } from '../channels/kinds.js';
 import type { ChannelAddress } from '../channels/registry.js';
@@ -125,14 +125,14 @@ type TakenRow = ClaimedMessage & {
 };
 
 /**
- * The notifications of `messageIds`, each event's record on its first row only. A job's
- * notifications mostly share a place and one to three events: each event and place is looked up
- * once, not once per notification. Exported for the test that holds its generic plan to index
- * lookups (test/db/claim-plan.int.test.ts).
+ * The notifications of the messages `messageIds`, each event's record on its first row only. A
+ * job's notifications mostly share a place and one to three events: each event and place is
+ * looked up once, not once per notification. Exported for the test that holds its generic plan
+ * to index lookups (test/db/claim-plan.int.test.ts).
  */
-export function carriedNotifications(messageIds: readonly string[]): SQL {
-  return notificationsOf(sql`${sql.param(messageIds)}::uuid[]`);
-}
+export const CARRIED_NOTIFICATIONS = new PreparedStatement<{ messageIds: string[] }>((p) =>
+  notificationsOf(sql`${p.messageIds}::uuid[]`),
+);
 
 /** `carriedNotifications` of the messages in `messageIds`, an SQL expression of type uuid[]. */
 function notificationsOf(messageIds: SQL): SQL {
@@ -183,32 +183,40 @@ const FIRST_ATTEMPT_OWNED = sql`status <> 'open' AND status <> 'retrying' AND st
   AND status <> 'dead' AND attempts = 0
   AND channel IN (${sql.raw(channelsWhere((k) => k.ownedFirstAttempt))})`;
 
+interface TakeValues {
+  ids: readonly string[];
+  /** The deliver job taking them; null for one that owns no first attempt. */
+  jobId: string | null;
+  now: Date;
+}
+
 /**
  * The statement of `claim`: reads the messages among `ids` whose first attempt `jobId` owns,
- * claims the others that are due and free, and returns both with their subscribers. Exported for
+ * claims the others that are due and free, and returns both with their subscribers. One
+ * statement whether or not the job owns first attempts: a null `jobId` owns none. Exported for
  * the test that holds its generic plan to primary-key lookups (test/db/claim-plan.int.test.ts).
  */
-export function takeMessages(ids: readonly string[], jobId: string | undefined, now: Date): SQL {
-  const ownedByJob =
-    jobId === undefined ? sql`false` : sql`coalesce(first_job_id = ${jobId}, false)`;
+export const TAKE_MESSAGES = new PreparedStatement<TakeValues>((p) => {
+  // False for a job that owns no first attempt (null `jobId`).
+  const ownedByJob = sql`coalesce(first_job_id = ${p.jobId}, false)`;
   return sql`WITH owned AS (
           SELECT id, attempts + 1 AS attempts, channel, hold, subscriber_id
           FROM messages
-          WHERE id = ANY(${sql.param(ids)}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
-            AND next_attempt_at <= ${now}::timestamptz + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
+          WHERE id = ANY(${p.ids}::uuid[]) AND ${ownedByJob} AND ${FIRST_ATTEMPT_OWNED}
+            AND next_attempt_at <= ${p.now}::timestamptz + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})),
         claimed AS (
           UPDATE messages SET
             status = CASE WHEN status = 'open' THEN 'pending' ELSE status END,
             attempts = attempts + 1,
-            claimed_until = ${now}::timestamptz + make_interval(secs => ${CLAIM_SECONDS}),
-            updated_at = ${now}
-          WHERE id = ANY(${sql.param(ids)}::uuid[])
+            claimed_until = ${p.now}::timestamptz + make_interval(secs => ${CLAIM_SECONDS}),
+            updated_at = ${p.now}
+          WHERE id = ANY(${p.ids}::uuid[])
             -- Not "status IN ('open', 'pending', 'retrying')": that is the due index's
             -- predicate, and with it the planner may walk every due row to find these few.
             -- The CHECK constraint makes them equal.
             AND status <> 'sent' AND status <> 'dead'
-            AND next_attempt_at <= ${now}::timestamptz + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
-            AND (claimed_until IS NULL OR claimed_until < ${now}::timestamptz)
+            AND next_attempt_at <= ${p.now}::timestamptz + make_interval(secs => ${EARLY_TOLERANCE_SECONDS})
+            AND (claimed_until IS NULL OR claimed_until < ${p.now}::timestamptz)
             AND (attempts > 0 OR first_job_id IS NULL OR ${ownedByJob})
             AND NOT (${ownedByJob} AND ${FIRST_ATTEMPT_OWNED})
           RETURNING id, attempts, channel, hold, subscriber_id),
@@ -230,7 +238,7 @@ export function takeMessages(ids: readonly string[], jobId: string | undefined, 
         FROM taken c JOIN subscribers s ON s.id = c.subscriber_id
         LEFT JOIN owned_notifications n ON n.message_id = c.id
         ORDER BY c.id, n.detected_at, n.id`;
-}
+});
 
 /**
  * The message of a taken row, without its notifications yet: the row less its notification's
@@ -277,7 +285,11 @@ export async function claimMessages(
   ids: readonly string[],
   jobId: string | undefined,
 ): Promise<Outgoing[]> {
-  const taken = await queryPrepared<TakenRow>(ctx.db, takeMessages(ids, jobId, ctx.now()));
+  const taken = await TAKE_MESSAGES.run<TakenRow>(ctx.db, {
+    ids,
+    jobId: jobId ?? null,
+    now: ctx.now(),
+  });
   if (taken.length === 0) return [];
   const claimed = new Map<string, Outgoing>();
   const rows: CarriedOnce[] = [];
@@ -306,7 +318,7 @@ export async function claimMessages(
   // JSON) is sent and parsed once, on the first of them, and given to the others here.
   const locked = [...claimed.values()].filter((m) => !m.owned).map((m) => m.id);
   if (locked.length > 0) {
-    rows.push(...(await queryPrepared<CarriedOnce>(ctx.db, carriedNotifications(locked))));
+    rows.push(...(await CARRIED_NOTIFICATIONS.run<CarriedOnce>(ctx.db, { messageIds: locked })));
   }
   const events = new Map<
     string,

@@ -1,6 +1,5 @@
 import { kindOf } from '../channels/kinds.js';
 import { describeRobot } from '../channels/robot-identity.js';
-import { queryPrepared } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import { inactiveReason } from '../domain/subscriber-state.js';
 import type { PipelineContext } from '../runtime/context.js';
@@ -9,6 +8,7 @@ import {
   type Channel,
   type DeliverPayload,
   SentRecorder,
+  markOn,
   CLAIM_SECONDS,
   claimMessages,
   type Outgoing,
@@ -80,7 +80,7 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
     s = {
       sends: new Semaphore(ctx.config.deliveryConcurrency),
       emailShare: new Semaphore(emailSendShare(ctx.config.deliveryConcurrency)),
-      sent: new SentRecorder({ execute: (query) => queryPrepared(ctx.db, query) }),
+      sent: new SentRecorder(markOn(ctx.db)),
     };
     shared.set(ctx, s);
   }

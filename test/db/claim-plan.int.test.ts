@@ -1,8 +1,13 @@
-import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, it } from 'vitest';
-import { carriedNotifications, takeMessages } from '../../src/ledger/take.js';
+import { CARRIED_NOTIFICATIONS, TAKE_MESSAGES } from '../../src/ledger/take.js';
 import { useSqlClient } from '../support/db.js';
-import { accessPaths, genericPlan, scannedWhole, type PlanNode } from '../support/plans.js';
+import {
+  accessPaths,
+  builtOf,
+  genericPlan,
+  scannedWhole,
+  type PlanNode,
+} from '../support/plans.js';
 
 /**
  * The delivery job reads its messages' notifications through a named prepared statement, and
@@ -40,7 +45,7 @@ describe('the claim read under a generic plan', () => {
       `SELECT md5(name || ':1')::uuid::text AS id FROM subscribers WHERE name IN ('desk 1', 'desk 2')`,
     );
     const ids = picked.map((r) => r.id);
-    const built = new PgDialect().sqlToQuery(carriedNotifications(ids));
+    const built = builtOf(CARRIED_NOTIFICATIONS, { messageIds: ids });
     // The ids go in once per lookup (by message id, and by primary key for a direct message).
     const types = built.params.map(() => 'uuid[]').join(', ');
     await client.query(`PREPARE carried(${types}) AS ${built.sql}`);
@@ -72,11 +77,11 @@ describe('the claim read under a generic plan', () => {
     const plan = await genericPlan(
       client,
       'take',
-      takeMessages(
-        picked.map((r) => r.id),
-        'a-batch-job',
-        new Date(),
-      ),
+      builtOf(TAKE_MESSAGES, {
+        ids: picked.map((r) => r.id),
+        jobId: 'a-batch-job',
+        now: new Date(),
+      }),
     );
     const paths = accessPaths(plan, 'messages');
     expect(paths.length).toBeGreaterThanOrEqual(2);

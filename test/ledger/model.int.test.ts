@@ -14,6 +14,7 @@ import {
   releaseCycleMessages,
   requeueDueMessages,
   SentRecorder,
+  markOn,
   type Channel,
   type NewNotification,
 } from '../../src/ledger/index.js';
@@ -343,7 +344,7 @@ describe('the ledger against its model', () => {
           cycles: [cycleId],
           events: new Map(),
           inHand: new Map(),
-          recorder: new SentRecorder(ctx.db, [], 0),
+          recorder: new SentRecorder(markOn(ctx.db), [], 0),
           run: runs,
         };
         const model: Model = {

@@ -1,7 +1,7 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { SentRecorder } from '../../src/ledger/sent-mark.js';
+import { SentRecorder, type MarkRunner } from '../../src/ledger/sent-mark.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 describe('SentRecorder', () => {
@@ -43,10 +43,10 @@ describe('SentRecorder', () => {
   /** The database, counting the statements that reach it. */
   function counting() {
     const counter = { statements: 0 };
-    const db = {
-      execute: (query: SQL) => {
+    const db: MarkRunner = {
+      run: (statement, values) => {
         counter.statements += 1;
-        return database.db.execute(query);
+        return statement.run(database.db, values);
       },
     };
     return { counter, recorder: new SentRecorder(db) };
@@ -91,9 +91,9 @@ describe('SentRecorder', () => {
     const counter = { statements: 0 };
     const recorder = new SentRecorder(
       {
-        execute: (query: SQL) => {
+        run: (statement, values) => {
           counter.statements += 1;
-          return database.db.execute(query);
+          return statement.run(database.db, values);
         },
       },
       [],
@@ -114,13 +114,13 @@ describe('SentRecorder', () => {
     let writes = 0;
     const recorder = new SentRecorder(
       {
-        execute: (query: SQL) => {
+        run: (statement, values) => {
           writes += 1;
-          if (writes > 1) return database.db.execute(query);
+          if (writes > 1) return statement.run(database.db, values);
           // The first write's session is ended by the server while the mark is under way.
           return database.db.transaction(async (tx) => {
             await tx.execute(sql`SELECT pg_terminate_backend(pg_backend_pid())`);
-            await tx.execute(query);
+            await statement.run(tx, values);
           });
         },
       },
@@ -142,11 +142,11 @@ describe('SentRecorder', () => {
     let writes = 0;
     const recorder = new SentRecorder(
       {
-        execute: (query: SQL) => {
+        run: (statement, values) => {
           writes += 1;
           return fail
             ? Promise.reject(new Error('connection terminated'))
-            : database.db.execute(query);
+            : statement.run(database.db, values);
         },
       },
       [1, 1],

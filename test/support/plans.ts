@@ -1,6 +1,7 @@
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type pg from 'pg';
+import type { PreparedStatement } from '../../src/db/prepared.js';
 
 /** A node of `EXPLAIN (FORMAT JSON)`, as far as the plan tests read it. */
 export interface PlanNode {
@@ -52,12 +53,30 @@ export function literal(value: unknown): string {
   return `'${text.replace(/'/g, "''")}'`;
 }
 
+/** A statement's text and the parameters of one run of it. */
+export interface BuiltStatement {
+  sql: string;
+  params: unknown[];
+}
+
+/** A `PreparedStatement`'s text and its parameters for `values`. */
+export function builtOf<V extends object>(
+  statement: PreparedStatement<V>,
+  values: V,
+): BuiltStatement {
+  return { sql: statement.text, params: statement.values(values) };
+}
+
 /**
  * The generic plan of `query`: prepared as `name` in a session that forces generic plans,
  * explained with the query's own parameters, then deallocated.
  */
-export async function genericPlan(client: pg.Client, name: string, query: SQL): Promise<PlanNode> {
-  const built = new PgDialect().sqlToQuery(query);
+export async function genericPlan(
+  client: pg.Client,
+  name: string,
+  query: SQL | BuiltStatement,
+): Promise<PlanNode> {
+  const built = 'sql' in query ? query : new PgDialect().sqlToQuery(query);
   await client.query(`SET plan_cache_mode = force_generic_plan; PREPARE ${name} AS ${built.sql}`);
   try {
     const explained = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
