@@ -62,12 +62,17 @@ function webhookBodyKey(message: Outgoing): string | undefined {
 /** What the channels send: the message id and its notifications, rendered by the channel. */
 export function contentOf(message: Outgoing): Message {
   const bodyKey = webhookBodyKey(message);
+  let notifications: Notification[] | undefined;
   return {
     id: message.id,
     hold: message.hold,
-    notifications: message.notifications.map((n) =>
-      notificationFor(n, message.lang, message.timezone),
-    ),
+    // Made when a channel renders them: a webhook whose body a message of the same event has
+    // rendered already (`webhookBodyKey`) never reads them.
+    get notifications() {
+      return (notifications ??= message.notifications.map((n) =>
+        notificationFor(n, message.lang, message.timezone),
+      ));
+    },
     // What a "while you were away" heading names.
     ...(message.quiet_from && message.quiet_to
       ? { quietHours: { from: message.quiet_from, to: message.quiet_to } }

@@ -255,6 +255,15 @@ describe('webhook address guard', () => {
     expect(receiver.requests).toHaveLength(1);
   });
 
+  it('refuses a target on every send to it: a URL it refused is not kept as parsed', async () => {
+    const guarded = sender({ allowPrivate: false });
+    for (let i = 0; i < 2; i += 1) {
+      const refused = await failure(guarded.send(target(), sampleMessage()));
+      expect(refused).toMatchObject({ kind: 'refused-address', retryable: false });
+    }
+    expect(receiver.requests).toHaveLength(0);
+  });
+
   it('refuses a hostname that resolves to loopback (localhost)', async () => {
     const err = await failure(
       sender({ allowPrivate: false }).send(
