@@ -179,11 +179,8 @@ class Recent<V> {
   }
 }
 
-/**
- * Decoded keys and parsed URLs kept: the desks that get most of a storm's webhooks, with room
- * to spare.
- */
-const TARGETS_KEPT = 10_000;
+/** Decoded keys kept: the desks that get most of a storm's webhooks, with room to spare. */
+const SIGNING_KEYS_KEPT = 10_000;
 /** Bodies kept: a storm's events in both languages, as the checks commit them. */
 const BODIES_KEPT = 4096;
 
@@ -240,17 +237,14 @@ export function createWebhookSender(o: WebhookSenderOptions): WebhookSender {
   const ownAgent = o.dispatcher ? undefined : createGuardedAgent(o);
   const dispatcher: Dispatcher = o.dispatcher ?? ownAgent!;
   const now = o.now ?? (() => new Date());
-  const keys = new Recent<Buffer>(TARGETS_KEPT);
-  // A URL and its address check depend on the text alone: parsed once per subscriber's URL, not
-  // once per send. A URL refused throws and is not kept.
-  const targets = new Recent<URL>(TARGETS_KEPT);
+  const keys = new Recent<Buffer>(SIGNING_KEYS_KEPT);
   // Rendered once per event, language and kind of telling, not once per subscriber.
   const bodies = new Recent<string>(BODIES_KEPT);
   const render = (m: Message) => JSON.stringify(renderWebhookMessage(m));
 
   return {
     async send(target, m) {
-      const url = targets.get(target.url, (text) => parseTarget(text, o.allowPrivate));
+      const url = parseTarget(target.url, o.allowPrivate);
       const body =
         m.webhookBodyKey === undefined ? render(m) : bodies.get(m.webhookBodyKey, () => render(m));
       const at = now();
