@@ -2,7 +2,7 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 
 /**
  * The one pino root. Secrets never reach a log line (docs/design.md, invariant 7): known
- * secret fields are redacted by path, registered secret values are scrubbed from every string,
+ * secret fields are redacted by name, registered secret values are scrubbed from every string,
  * and URLs lose their `key=` parameter and credentials.
  */
 
@@ -32,20 +32,11 @@ export function scrub(text: string): string {
   return out;
 }
 
-function scrubDeep(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return scrub(value);
-  if (depth > 6 || value === null || typeof value !== 'object') return value;
-  // An Error's message and stack are not enumerable, and a Date has no entries: serialize
-  // them first, or the walk below would log them as {}.
-  if (value instanceof Error) return scrubDeep(pino.stdSerializers.err(value), depth + 1);
-  if (value instanceof Date) return value.toISOString();
-  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, depth + 1);
-  return out;
-}
-
-export const REDACTED_PATHS = [
+/**
+ * Fields whose value is a secret whatever it looks like: at any depth of a log line, and in a
+ * child's bindings (headers included: `x-qw-api-key` carries the upstream's key).
+ */
+const SECRET_FIELDS = new Set([
   'key',
   'apiKey',
   'secret',
@@ -55,34 +46,44 @@ export const REDACTED_PATHS = [
   'privateKeyPem',
   'authorization',
   'token',
-  '*.key',
-  '*.apiKey',
-  '*.secret',
-  '*.password',
-  '*.pass',
-  '*.privateKey',
-  '*.privateKeyPem',
-  '*.authorization',
-  '*.token',
-  'headers.authorization',
-  'headers["x-qw-api-key"]',
-  '*.headers.authorization',
-  '*.headers["x-qw-api-key"]',
-];
+  'x-qw-api-key',
+]);
+
+const REDACTED = '[redacted]';
+
+function scrubDeep(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (depth > 6 || value === null || typeof value !== 'object') return value;
+  // An Error's message and stack are not enumerable, and a Date has no entries: serialize
+  // them first, or the walk below would log them as {}.
+  if (value instanceof Error) return scrubDeep(pino.stdSerializers.err(value), depth + 1);
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    out[k] = SECRET_FIELDS.has(k) ? REDACTED : scrubDeep(v, depth + 1);
+  }
+  return out;
+}
 
 export function createLogger(level: string = 'info', destination?: DestinationStream): Logger {
   return pino(
     {
       level,
       base: { service: 'qwn' },
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      // Secret fields are redacted by name, in the walk of `formatters.log` and, for a child's
+      // bindings (which that walk never sees), by the serializers below; not by pino's
+      // `redact`, whose paths cost 16 µs a line and a child, twice the rest of a line's logging.
       formatters: {
         // Runs before pino's serializers: errors are serialized (once) and scrubbed here.
         log: (object) => scrubDeep(object) as Record<string, unknown>,
       },
-      // pino's default `err` serializer would run on what formatters.log already serialized and
-      // name every error's type "Object".
-      serializers: { err: (err: unknown) => err },
+      serializers: {
+        ...Object.fromEntries([...SECRET_FIELDS].map((field) => [field, () => REDACTED])),
+        // pino's default `err` serializer would run on what formatters.log already serialized
+        // and name every error's type "Object".
+        err: (err: unknown) => err,
+      },
       hooks: {
         logMethod(args, method) {
           const scrubbed = args.map((a) => (typeof a === 'string' ? scrub(a) : a));

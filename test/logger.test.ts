@@ -40,6 +40,40 @@ describe('logger redaction', () => {
   });
 });
 
+describe('logger secret fields', () => {
+  it("redacts a secret field at any depth of a line, and in a child's bindings", () => {
+    const { lines, stream } = capture();
+    const log = createLogger('info', stream).child({ token: 'child-token-1', job: 'deliver' });
+    log.info(
+      {
+        request: { headers: { 'x-qw-api-key': 'upstream-key-1', accept: 'application/json' } },
+        subscriber: { webhook: { secret: 'whsec_nested-secret-1' } },
+        smtp: [{ password: 'mail-password-1' }],
+        placeId: '101010100',
+      },
+      'call',
+    );
+    const out = lines.join('');
+    for (const secret of [
+      'child-token-1',
+      'upstream-key-1',
+      'nested-secret-1',
+      'mail-password-1',
+    ]) {
+      expect(out).not.toContain(secret);
+    }
+    const line = JSON.parse(out) as Record<string, unknown>;
+    expect(line).toMatchObject({
+      token: '[redacted]',
+      job: 'deliver',
+      request: { headers: { 'x-qw-api-key': '[redacted]', accept: 'application/json' } },
+      subscriber: { webhook: { secret: '[redacted]' } },
+      smtp: [{ password: '[redacted]' }],
+      placeId: '101010100',
+    });
+  });
+});
+
 describe('logger output', () => {
   it('keeps error messages, causes and dates readable', () => {
     const { lines, stream } = capture();
