@@ -63,3 +63,16 @@ export class PreparedStatement<Values extends object> {
     return queryRows<T>(db, sql.join(chunks));
   }
 }
+
+/** Postgres's text of an array whose elements need no quoting: see `plainArray`. */
+export type ArrayText = string & { readonly __arrayText: true };
+
+/**
+ * An array parameter of uuids, numbers or fixed words (channel names, event types) as
+ * Postgres's array text, joined once: pg quotes and escapes every element of a JS array, about
+ * 1 % of a storm's worker samples for the check's column arrays. Never for free text (a place
+ * or warning id may hold a comma).
+ */
+export function plainArray(values: readonly (string | number)[]): ArrayText {
+  return `{${values.join(',')}}` as ArrayText;
+}

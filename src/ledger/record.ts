@@ -1,7 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
-import { PreparedStatement, type Placeholders } from '../db/prepared.js';
+import {
+  plainArray,
+  PreparedStatement,
+  type ArrayText,
+  type Placeholders,
+} from '../db/prepared.js';
 import type { EventType } from '../domain/detect.js';
 import type { SubscriptionFilter } from '../domain/filters.js';
 import {
@@ -222,26 +227,26 @@ export interface RecordInput {
  * Postgres parsing.
  */
 interface NotificationColumns {
-  subscriberIds: string[];
-  eventIds: number[];
-  cycleIds: string[];
+  subscriberIds: ArrayText;
+  eventIds: ArrayText;
+  cycleIds: ArrayText;
   placeIds: string[];
   warningIds: string[];
-  eventTypes: EventType[];
-  occurrences: number[];
-  channels: Channel[];
+  eventTypes: ArrayText;
+  occurrences: ArrayText;
+  channels: ArrayText;
 }
 
 function notificationColumns(rows: readonly NewNotification[]): NotificationColumns {
   return {
-    subscriberIds: rows.map((r) => r.subscriberId),
-    eventIds: rows.map((r) => r.eventId),
-    cycleIds: rows.map((r) => r.cycleId),
+    subscriberIds: plainArray(rows.map((r) => r.subscriberId)),
+    eventIds: plainArray(rows.map((r) => r.eventId)),
+    cycleIds: plainArray(rows.map((r) => r.cycleId)),
     placeIds: rows.map((r) => r.placeId),
     warningIds: rows.map((r) => r.warningId),
-    eventTypes: rows.map((r) => r.eventType),
-    occurrences: rows.map((r) => r.occurrence),
-    channels: rows.map((r) => r.channel),
+    eventTypes: plainArray(rows.map((r) => r.eventType)),
+    occurrences: plainArray(rows.map((r) => r.occurrence)),
+    channels: plainArray(rows.map((r) => r.channel)),
   };
 }
 
@@ -249,7 +254,7 @@ function notificationColumns(rows: readonly NewNotification[]): NotificationColu
 interface DirectValues extends NotificationColumns {
   now: Date;
   /** The notifications' ids, which their messages share. */
-  ids: string[];
+  ids: ArrayText;
   /** What the check's first-attempt job ids start with (`firstAttemptJob`). */
   jobPrefix: string;
   /** The channels whose messages are written leased to the writer (`RecordInput.leased`). */
@@ -300,30 +305,37 @@ function directValues(
   return {
     ...notificationColumns(chunk),
     now: input.now,
-    ids,
+    ids: plainArray(ids),
     jobPrefix: `${input.key}_${offset}_`,
     leased: [...(input.leased ?? [])],
   };
 }
 
+/**
+ * The messages `directCtes` wrote, by first-attempt job: each job's id once, not once per
+ * message (a storm's checks returned their messages as an object each, most of the result's
+ * bytes the job's id repeated).
+ */
 const DIRECT_RESULT = sql`(SELECT json_agg(json_build_object(
-    'id', id, 'channel', channel, 'first_job_id', first_job_id)) FROM direct_batched) AS direct`;
+    'job', first_job_id, 'channel', channel, 'ids', ids)) FROM (
+      SELECT first_job_id, channel, array_agg(id) AS ids FROM direct_batched
+      GROUP BY first_job_id, channel) b) AS direct`;
 
 /** What `cycleJoinCtes` writes: the notifications of cycle-only subscribers. */
 interface CycleJoinValues {
   now: Date;
   /** The cycles they join, in id order (the order their rows are locked in). */
   cycles: string[];
-  joiningSubscriberIds: string[];
-  joiningEventIds: number[];
-  joiningCycleIds: string[];
+  joiningSubscriberIds: ArrayText;
+  joiningEventIds: ArrayText;
+  joiningCycleIds: ArrayText;
   joiningPlaceIds: string[];
   joiningWarningIds: string[];
-  joiningEventTypes: EventType[];
-  joiningOccurrences: number[];
-  joiningChannels: Channel[];
+  joiningEventTypes: ArrayText;
+  joiningOccurrences: ArrayText;
+  joiningChannels: ArrayText;
   /** Each notification's message: its subscriber's of its cycle (`cycleMessageId`). */
-  joiningMessageIds: string[];
+  joiningMessageIds: ArrayText;
 }
 
 const JOINED_RESULT = sql`(SELECT array_agg(id::text) FROM collecting) AS collecting,
@@ -340,10 +352,11 @@ const INSERT_DIRECT_AND_JOINED = new PreparedStatement<DirectValues & CycleJoinV
   (p) => sql`WITH ${directCtes(p)}, ${cycleJoinCtes(p)} SELECT ${DIRECT_RESULT}, ${JOINED_RESULT}`,
 );
 
-interface CreatedRow {
-  id: string;
+/** A first-attempt job of `DIRECT_RESULT` and the messages it owns. */
+interface CreatedBatch {
+  job: string;
   channel: Channel;
-  first_job_id: string;
+  ids: string[];
 }
 
 /**
@@ -362,7 +375,7 @@ async function insertUnscheduled(
   const cycleOnly = parts.cycleOnly;
   const joining = cycleOnly.length > 0 ? cycleJoinValues(cycleOnly, input.now) : null;
   const direct = parts.direct.length > 0 ? directValues(parts.direct, ids, input, offset) : null;
-  type Result = { direct: CreatedRow[] | null; collecting?: string[] | null; joined?: number };
+  type Result = { direct: CreatedBatch[] | null; collecting?: string[] | null; joined?: number };
   const [row] =
     direct && joining
       ? await INSERT_DIRECT_AND_JOINED.run<Result>(tx, { ...direct, ...joining })
@@ -371,25 +384,28 @@ async function insertUnscheduled(
         : joining
           ? await INSERT_JOINED.run<Result>(tx, joining)
           : [];
-  const created = row?.direct ?? [];
   const written = new Map<string, NewNotification>(ids.map((id, i) => [id, parts.direct[i]!]));
-  const result = {
-    count: created.length,
-    late: [] as NewNotification[],
-    messages: created.map((m): CreatedMessage => {
-      const leased = input.leased?.includes(m.channel) ?? false;
-      const notification = written.get(m.id)!;
-      return {
-        id: m.id,
-        channel: m.channel,
-        firstJobId: m.first_job_id,
+  const messages: CreatedMessage[] = [];
+  for (const batch of row?.direct ?? []) {
+    const leased = input.leased?.includes(batch.channel) ?? false;
+    for (const id of batch.ids) {
+      const notification = written.get(id)!;
+      messages.push({
+        id,
+        channel: batch.channel,
+        firstJobId: batch.job,
         dueAt: input.now,
         leased,
         ...(leased && notification.known
-          ? { known: knownFirstAttempt(m.id, notification, notification.known) }
+          ? { known: knownFirstAttempt(id, notification, notification.known) }
           : {}),
-      };
-    }),
+      });
+    }
+  }
+  const result = {
+    count: messages.length,
+    late: [] as NewNotification[],
+    messages,
     releases: [] as CycleRelease[],
   };
   if (cycleOnly.length === 0) return result;
@@ -455,7 +471,7 @@ function cycleJoinValues(rows: readonly NewNotification[], now: Date): CycleJoin
   const columns = notificationColumns(rows);
   return {
     now,
-    cycles: [...new Set(columns.cycleIds)].sort(),
+    cycles: [...new Set(rows.map((r) => r.cycleId))].sort(),
     joiningSubscriberIds: columns.subscriberIds,
     joiningEventIds: columns.eventIds,
     joiningCycleIds: columns.cycleIds,
@@ -464,7 +480,7 @@ function cycleJoinValues(rows: readonly NewNotification[], now: Date): CycleJoin
     joiningEventTypes: columns.eventTypes,
     joiningOccurrences: columns.occurrences,
     joiningChannels: columns.channels,
-    joiningMessageIds: rows.map((r) => cycleMessageId(r.subscriberId, r.cycleId)),
+    joiningMessageIds: plainArray(rows.map((r) => cycleMessageId(r.subscriberId, r.cycleId))),
   };
 }
 

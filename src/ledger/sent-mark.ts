@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { PreparedStatement } from '../db/prepared.js';
+import { plainArray, PreparedStatement, type ArrayText } from '../db/prepared.js';
 import { GroupCommit } from '../runtime/group-commit.js';
 
 /** What the recorder needs of the database: to run its statement (`MARK_SENT`) with its marks. */
@@ -98,13 +98,16 @@ interface Mark {
 }
 
 interface MarkValues {
-  ids: string[];
-  /** When each was sent, as the ISO text Postgres reads into timestamptz[]. */
-  sentAt: string[];
+  ids: ArrayText;
+  /** When each was sent, in ISO text (no character of it needs quoting in an array). */
+  sentAt: ArrayText;
 }
 
 function markValues(marks: readonly Mark[]): MarkValues {
-  return { ids: marks.map((m) => m.id), sentAt: marks.map((m) => m.at.toISOString()) };
+  return {
+    ids: plainArray(marks.map((m) => m.id)),
+    sentAt: plainArray(marks.map((m) => m.at.toISOString())),
+  };
 }
 
 /**

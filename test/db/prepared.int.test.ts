@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEmbedded, queryRows, transaction, type Database } from '../../src/db/client.js';
-import { PreparedStatement } from '../../src/db/prepared.js';
+import { plainArray, PreparedStatement } from '../../src/db/prepared.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 /**
@@ -85,6 +85,27 @@ describe('a prepared statement', () => {
       expect(rows).toEqual(await queryRows(lite.db, direct(values)));
       expect(rows).toHaveLength(values.ids.length);
     }
+  });
+
+  it('reads an array as plain text as pg reads the same JS array, on both drivers', async () => {
+    const arrays = new PreparedStatement<{ ids: unknown; n: unknown; words: unknown; at: unknown }>(
+      (p) => sql`SELECT ${p.ids}::uuid[] AS ids, ${p.n}::bigint[] AS n, ${p.words}::text[] AS words,
+        ${p.at}::timestamptz[] AS at`,
+    );
+    const at = ['2026-07-01T00:00:00.000Z', '2026-12-31T23:59:59.999Z'];
+    const js = { ids: [A, B], n: [1, 9007199254740991, -3], words: ['webhook', 'email'], at };
+    const plain = {
+      ids: plainArray(js.ids),
+      n: plainArray(js.n),
+      words: plainArray(js.words),
+      at: plainArray(at),
+    };
+    for (const db of [pg.db, lite.db]) {
+      const [viaPlain] = await arrays.run(db, plain);
+      expect(viaPlain).toEqual((await arrays.run(db, js))[0]);
+      expect(viaPlain).toMatchObject({ ids: [A, B], words: ['webhook', 'email'] });
+    }
+    expect(plainArray([])).toBe('{}');
   });
 
   it('refuses a text with a "$" of its own, which PGlite would fill wrongly', () => {
