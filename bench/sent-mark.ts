@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openPostgres } from '../src/db/client.js';
 import { createScratchDatabase } from '../src/db/scratch.js';
+import type { PreparedStatement } from '../src/db/prepared.js';
 import { SentRecorder } from '../src/ledger/index.js';
 import { median } from './median.js';
 import { cpuSeconds } from './procs.js';
@@ -51,12 +52,17 @@ async function markAll(
   );
   await client.query(`VACUUM ANALYZE ${table}`);
   // The ledger's own statement; for the copy, the same text on its table.
-  const recorder = new SentRecorder({
-    run: (statement, values) => {
+  const recorder = new SentRecorder(
+    async <V extends object, T>(statement: PreparedStatement<V>, values: V) => {
       const text = statement.text.replace('UPDATE messages d', `UPDATE ${table} d`);
-      return client.query({ name: `mark_${table}`, text, values: statement.values(values) });
+      const result = await client.query({
+        name: `mark_${table}`,
+        text,
+        values: statement.values(values),
+      });
+      return result.rows as T[];
     },
-  });
+  );
   const shuffled = [...ids].sort(() => Math.random() - 0.5);
   const countersBefore = await updateCounters(client, table);
   const cost = await backendCost(client, rows, async () => {

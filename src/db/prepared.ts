@@ -64,6 +64,21 @@ export class PreparedStatement<Values extends object> {
   }
 }
 
+/**
+ * Runs prepared statements for a part that batches its own (`GroupCommit`): the database
+ * itself (`runOn`), or a test's wrapper that counts or fails its statements.
+ */
+export type StatementRunner = <V extends object, T>(
+  statement: PreparedStatement<V>,
+  values: V,
+) => Promise<T[]>;
+
+/** The runner of `db`. */
+export const runOn =
+  (db: Db): StatementRunner =>
+  (statement, values) =>
+    statement.run(db, values);
+
 /** Postgres's text of an array whose elements need no quoting: see `plainArray`. */
 export type ArrayText = string & { readonly __arrayText: true };
 

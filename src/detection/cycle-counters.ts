@@ -1,11 +1,9 @@
 import { sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
+import { PreparedStatement, runOn, type StatementRunner } from '../db/prepared.js';
 import { NO_EVENTS, type EventType } from '../domain/detect.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { releaseCycleMessages } from '../ledger/index.js';
 import { GroupCommit } from '../runtime/group-commit.js';
-
-type Executor = Pick<Db, 'execute'>;
 
 /** What checks add to their cycle's row. */
 export interface CheckTally {
@@ -36,31 +34,60 @@ export interface CheckCount {
  * commits, and does not wait for its WAL flush (set_config(…, true) applies to the statement's
  * own transaction): the row's lock is held only while the server runs it.
  */
-async function countChecks(db: Executor, cycleId: string, t: CheckTally): Promise<boolean> {
-  const result = await db.execute(sql`UPDATE poll_cycles SET
-      checked = checked + ${t.checks},
-      upstream_calls = upstream_calls + ${t.checks},
-      upstream_errors = upstream_errors + ${t.upstreamErrors},
-      events_new = events_new + ${t.events.new},
-      events_update = events_update + ${t.events.update},
-      events_cancel = events_cancel + ${t.events.cancel},
-      events_expired = events_expired + ${t.events.expired},
-      events_resumed = events_resumed + ${t.events.resumed},
-      skipped_records = skipped_records + ${t.skippedRecords},
-      english_calls = english_calls + ${t.englishCalls},
-      deliveries_created = deliveries_created + ${t.deliveries},
-      status = CASE WHEN checked + ${t.checks} >= planned AND status = 'running' THEN 'done'
-                    ELSE status END,
-      finished_at = CASE WHEN checked + ${t.checks} >= planned AND finished_at IS NULL
-                         THEN ${t.now} ELSE finished_at END
-    WHERE id = ${cycleId}
-      AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
-    RETURNING status`);
-  return isDone(result);
+async function countChecks(run: StatementRunner, cycleId: string, t: CheckTally): Promise<boolean> {
+  const rows = await run<CountValues, { status: string }>(COUNT_CHECKS, {
+    cycleId,
+    checks: t.checks,
+    upstreamErrors: t.upstreamErrors,
+    eventsNew: t.events.new,
+    eventsUpdate: t.events.update,
+    eventsCancel: t.events.cancel,
+    eventsExpired: t.events.expired,
+    eventsResumed: t.events.resumed,
+    skippedRecords: t.skippedRecords,
+    englishCalls: t.englishCalls,
+    deliveries: t.deliveries,
+    now: t.now,
+  });
+  return rows[0]?.status === 'done';
 }
 
-const isDone = (result: unknown): boolean =>
-  (result as { rows: { status: string }[] }).rows[0]?.status === 'done';
+interface CountValues {
+  cycleId: string;
+  checks: number;
+  upstreamErrors: number;
+  eventsNew: number;
+  eventsUpdate: number;
+  eventsCancel: number;
+  eventsExpired: number;
+  eventsResumed: number;
+  skippedRecords: number;
+  englishCalls: number;
+  deliveries: number;
+  now: Date;
+}
+
+const COUNT_CHECKS = new PreparedStatement<CountValues>(
+  (p) => sql`UPDATE poll_cycles SET
+      checked = checked + ${p.checks}::int,
+      upstream_calls = upstream_calls + ${p.checks}::int,
+      upstream_errors = upstream_errors + ${p.upstreamErrors}::int,
+      events_new = events_new + ${p.eventsNew}::int,
+      events_update = events_update + ${p.eventsUpdate}::int,
+      events_cancel = events_cancel + ${p.eventsCancel}::int,
+      events_expired = events_expired + ${p.eventsExpired}::int,
+      events_resumed = events_resumed + ${p.eventsResumed}::int,
+      skipped_records = skipped_records + ${p.skippedRecords}::int,
+      english_calls = english_calls + ${p.englishCalls}::int,
+      deliveries_created = deliveries_created + ${p.deliveries}::int,
+      status = CASE WHEN checked + ${p.checks}::int >= planned AND status = 'running' THEN 'done'
+                    ELSE status END,
+      finished_at = CASE WHEN checked + ${p.checks}::int >= planned AND finished_at IS NULL
+                         THEN ${p.now}::timestamptz ELSE finished_at END
+    WHERE id = ${p.cycleId}::uuid
+      AND EXISTS (SELECT set_config('synchronous_commit', 'off', true))
+    RETURNING status`,
+);
 
 /** The checks of a batch summed per cycle. */
 function tallies(checks: readonly CheckCount[]): Map<string, CheckTally> {
@@ -102,10 +129,13 @@ export class CycleCounter {
   readonly #counts: GroupCommit<CheckCount>;
 
   /** `onDone` runs when a count finds its cycle done (again, if later checks are counted). */
-  constructor(db: Executor, onDone: (cycleId: string) => Promise<unknown> = async () => {}) {
+  constructor(
+    run: StatementRunner,
+    onDone: (cycleId: string) => Promise<unknown> = async () => {},
+  ) {
     this.#counts = new GroupCommit(async (checks) => {
       for (const [cycleId, tally] of tallies(checks)) {
-        if (await countChecks(db, cycleId, tally)) await onDone(cycleId);
+        if (await countChecks(run, cycleId, tally)) await onDone(cycleId);
       }
     });
   }
@@ -122,11 +152,14 @@ const cycleCounters = new WeakMap<PipelineContext, CycleCounter>();
 export function cycleCounterFor(ctx: PipelineContext): CycleCounter {
   let counter = cycleCounters.get(ctx);
   if (!counter) {
-    counter = new CycleCounter(ctx.db, (cycleId) => releaseCycleMessages(ctx, cycleId));
+    counter = new CycleCounter(runOn(ctx.db), (cycleId) => releaseCycleMessages(ctx, cycleId));
     cycleCounters.set(ctx, counter);
   }
   return counter;
 }
+
+const isDone = (result: unknown): boolean =>
+  (result as { rows: { status: string }[] }).rows[0]?.status === 'done';
 
 /**
  * A check that failed for good (the database kept failing) still counts for its cycle, so the

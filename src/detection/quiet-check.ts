@@ -1,6 +1,6 @@
-import { sql, type SQL } from 'drizzle-orm';
-import { queryPrepared, type Db } from '../db/client.js';
-import { PreparedStatement } from '../db/prepared.js';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { PreparedStatement, runOn, type StatementRunner } from '../db/prepared.js';
 import type { PipelineContext } from '../runtime/context.js';
 import { GroupCommit } from '../runtime/group-commit.js';
 import type { DetectResult } from '../domain/detect.js';
@@ -153,29 +153,34 @@ export interface UnlockedRead {
  * costed less than the generic plan, which assumes ten, and every batch was planned anew. Behind
  * a sub-select the array is unknown to both, so they cost the same and the generic plan stays.
  */
-function arrayParam(values: readonly unknown[], type: string): SQL {
-  return sql`(SELECT ${sql.param(values)}::${sql.raw(type)}[])`;
+function arrayParam(values: Placeholder, type: string): SQL {
+  return sql`(SELECT ${values}::${sql.raw(type)}[])`;
+}
+
+/** The requests of `CHECKED_READS`, as its column arrays. */
+interface ReadValues {
+  keys: string[];
+  windowStarts: string[];
+}
+
+export function checkedReadValues(requests: readonly ReadRequest[]): ReadValues {
+  return {
+    keys: requests.map((r) => r.key),
+    windowStarts: requests.map((r) => r.windowStart.toISOString()),
+  };
 }
 
 /**
  * The reads of many checks' rows in one statement, one result per request that found its row
  * (`ord`, from 1, says which). Each row and its warnings are looked up by key whatever the plan:
  * a lateral lookup behind OFFSET 0 cannot be flattened into a join that hashes every row.
- * Exported for the test that holds its generic plan to index lookups
- * (test/db/quiet-check-plan.int.test.ts).
  */
-export function checkedReads(table: CheckedTable, requests: readonly ReadRequest[]): SQL {
-  const keys = arrayParam(
-    requests.map((r) => r.key),
-    'text',
-  );
-  const windowStarts = arrayParam(
-    requests.map((r) => r.windowStart.toISOString()),
-    'timestamptz',
-  );
-  const pointColumns = table === 'alert_points' ? sql`c.last_tag, c.v7_adopted_at,` : sql``;
-  return sql`SELECT i.ord::int AS ord, c.*
-        FROM unnest(${keys}, ${windowStarts}) WITH ORDINALITY AS i(key, window_start, ord)
+function checkedReads(table: CheckedTable): PreparedStatement<ReadValues> {
+  return new PreparedStatement<ReadValues>((p) => {
+    const pointColumns = table === 'alert_points' ? sql`c.last_tag, c.v7_adopted_at,` : sql``;
+    return sql`SELECT i.ord::int AS ord, c.*
+        FROM unnest(${arrayParam(p.keys, 'text')}, ${arrayParam(p.windowStarts, 'timestamptz')})
+          WITH ORDINALITY AS i(key, window_start, ord)
         CROSS JOIN LATERAL (
           SELECT c.xmin::text AS version, c.last_cycle_id, c.last_fetched_at, ${pointColumns}
             (SELECT json_agg(json_build_object(
@@ -185,7 +190,17 @@ export function checkedReads(table: CheckedTable, requests: readonly ReadRequest
                 'occurrence', w.occurrence))
              FROM warnings w WHERE w.place_id = c.id AND w.last_seen > i.window_start) AS tracked
           FROM ${sql.identifier(table)} c WHERE c.id = i.key OFFSET 0) c`;
+  });
 }
+
+/**
+ * `checkedReads` of each table. Exported for the test that holds their generic plans to index
+ * lookups (test/db/quiet-check-plan.int.test.ts).
+ */
+export const CHECKED_READS = {
+  places: checkedReads('places'),
+  alert_points: checkedReads('alert_points'),
+} as const;
 
 /** One quiet check's write: its bookkeeping, and the warnings it saw, if its row is `version`. */
 export interface QuietWriteRequest {
@@ -203,6 +218,39 @@ export interface QuietWriteRequest {
   answer?: { tag: string | null; attributions: readonly string[] } | null;
 }
 
+/** The requests of `QUIET_WRITES`, as its column arrays. */
+interface WriteValues {
+  keys: string[];
+  versions: string[];
+  cycleIds: string[];
+  fetchOk: boolean[];
+  fetchStartedAt: string[];
+  now: string[];
+  applied: boolean[];
+  tags: (string | null)[];
+  /** Each request's attributions as a JSON array: arrays of arrays do not fit `unnest`. */
+  attributions: string[];
+  /** The warnings each check saw, one (key, warning id) pair a warning. */
+  seenKeys: string[];
+  seenWarnings: string[];
+}
+
+export function quietWriteValues(requests: readonly QuietWriteRequest[]): WriteValues {
+  return {
+    keys: requests.map((r) => r.key),
+    versions: requests.map((r) => r.version),
+    cycleIds: requests.map((r) => r.cycleId),
+    fetchOk: requests.map((r) => r.fetchOk),
+    fetchStartedAt: requests.map((r) => r.fetchStartedAt.toISOString()),
+    now: requests.map((r) => r.now.toISOString()),
+    applied: requests.map((r) => Boolean(r.answer)),
+    tags: requests.map((r) => r.answer?.tag ?? null),
+    attributions: requests.map((r) => JSON.stringify(r.answer?.attributions ?? [])),
+    seenKeys: requests.flatMap((r) => r.seen.map(() => r.key)),
+    seenWarnings: requests.flatMap((r) => r.seen),
+  };
+}
+
 /**
  * Many quiet checks' writes in one statement: each row's bookkeeping and the last-seen times of
  * the warnings its check saw, applied only to a row that is still the version its check read.
@@ -211,37 +259,24 @@ export interface QuietWriteRequest {
  * in the locked path). Each row to update is found by key first and then updated by its address
  * (`ctid`): a join of the requests with the table may be planned as a hash of the whole table. A
  * row another transaction updated meanwhile is left alone: its new version has another address
- * and another `xmin`. Exported for the test that holds its generic plan
- * (test/db/quiet-check-plan.int.test.ts).
+ * and another `xmin`.
  */
-export function quietWrites(table: CheckedTable, requests: readonly QuietWriteRequest[]): SQL {
-  const column = (pick: (r: QuietWriteRequest) => unknown, type: string) =>
-    arrayParam(requests.map(pick), type);
-  const seenKeys = arrayParam(
-    requests.flatMap((r) => r.seen.map(() => r.key)),
-    'text',
-  );
-  const seenWarnings = arrayParam(
-    requests.flatMap((r) => r.seen),
-    'text',
-  );
-  const answerColumns =
-    table === 'alert_points'
-      ? sql`, ${pointAnswerBookkeeping({
-          applied: sql`i.applied`,
-          tag: sql`i.tag`,
-          attributions: sql`ARRAY(SELECT jsonb_array_elements_text(i.attributions))`,
-        })}`
-      : sql``;
-  return sql`WITH input AS (
-          SELECT * FROM unnest(${column((r) => r.key, 'text')},
-              ${column((r) => r.version, 'text')}, ${column((r) => r.cycleId, 'uuid')},
-              ${column((r) => r.fetchOk, 'boolean')},
-              ${column((r) => r.fetchStartedAt.toISOString(), 'timestamptz')},
-              ${column((r) => r.now.toISOString(), 'timestamptz')},
-              ${column((r) => Boolean(r.answer), 'boolean')},
-              ${column((r) => r.answer?.tag ?? null, 'text')},
-              ${column((r) => JSON.stringify(r.answer?.attributions ?? []), 'jsonb')})
+function quietWrites(table: CheckedTable): PreparedStatement<WriteValues> {
+  return new PreparedStatement<WriteValues>((p) => {
+    const answerColumns =
+      table === 'alert_points'
+        ? sql`, ${pointAnswerBookkeeping({
+            applied: sql`i.applied`,
+            tag: sql`i.tag`,
+            attributions: sql`ARRAY(SELECT jsonb_array_elements_text(i.attributions))`,
+          })}`
+        : sql``;
+    return sql`WITH input AS (
+          SELECT * FROM unnest(${arrayParam(p.keys, 'text')}, ${arrayParam(p.versions, 'text')},
+              ${arrayParam(p.cycleIds, 'uuid')}, ${arrayParam(p.fetchOk, 'boolean')},
+              ${arrayParam(p.fetchStartedAt, 'timestamptz')}, ${arrayParam(p.now, 'timestamptz')},
+              ${arrayParam(p.applied, 'boolean')}, ${arrayParam(p.tags, 'text')},
+              ${arrayParam(p.attributions, 'jsonb')})
             WITH ORDINALITY AS i(key, version, cycle_id, fetch_ok, fetch_started_at, now,
                                  applied, tag, attributions, ord)),
         target AS (
@@ -262,7 +297,8 @@ export function quietWrites(table: CheckedTable, requests: readonly QuietWriteRe
           RETURNING c.id, i.now, i.ord),
         seen_rows AS (
           SELECT w.row, k.now FROM checked k
-          JOIN unnest(${seenKeys}, ${seenWarnings}) AS s(key, warning_id) ON s.key = k.id
+          JOIN unnest(${arrayParam(p.seenKeys, 'text')}, ${arrayParam(p.seenWarnings, 'text')})
+            AS s(key, warning_id) ON s.key = k.id
           CROSS JOIN LATERAL (
             SELECT w.ctid AS row FROM warnings w
             WHERE w.place_id = s.key AND w.warning_id = s.warning_id OFFSET 0) w),
@@ -270,7 +306,17 @@ export function quietWrites(table: CheckedTable, requests: readonly QuietWriteRe
           UPDATE warnings w SET last_seen = r.now, misses = 0, last_miss_at = NULL
           FROM seen_rows r WHERE w.ctid = r.row)
         SELECT ord::int AS ord FROM checked`;
+  });
 }
+
+/**
+ * `quietWrites` of each table. Exported for the test that holds their generic plans
+ * (test/db/quiet-check-plan.int.test.ts).
+ */
+export const QUIET_WRITES = {
+  places: quietWrites('places'),
+  alert_points: quietWrites('alert_points'),
+} as const;
 
 /**
  * The quiet checks of one process and table, their reads and their writes each many per
@@ -284,11 +330,14 @@ export class QuietChecks {
   readonly #reads: GroupCommit<ReadRequest, CheckedRow | null>;
   readonly #writes: GroupCommit<QuietWriteRequest, boolean>;
 
-  constructor(table: CheckedTable, execute: <T>(query: SQL) => Promise<T[]>) {
+  constructor(table: CheckedTable, run: StatementRunner) {
     this.#reads = new GroupCommit(
       async (requests) => {
         const found = new Map<number, CheckedRow>();
-        const rows = await execute<CheckedRow & { ord: number }>(checkedReads(table, requests));
+        const rows = await run<ReadValues, CheckedRow & { ord: number }>(
+          CHECKED_READS[table],
+          checkedReadValues(requests),
+        );
         for (const { ord, ...row } of rows) found.set(ord, row);
         return requests.map((_, i) => found.get(i + 1) ?? null);
       },
@@ -307,11 +356,9 @@ export class QuietChecks {
         const distinct = [...first.entries()]
           .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
           .map(([, i]) => i);
-        const written = await execute<{ ord: number }>(
-          quietWrites(
-            table,
-            distinct.map((i) => requests[i]!),
-          ),
+        const written = await run<WriteValues, { ord: number }>(
+          QUIET_WRITES[table],
+          quietWriteValues(distinct.map((i) => requests[i]!)),
         );
         const applied = new Set(written.map((row) => distinct[row.ord - 1]));
         return requests.map((_, i) => applied.has(i));
@@ -340,10 +387,9 @@ const quietChecks = new WeakMap<PipelineContext, Record<CheckedTable, QuietCheck
 export function quietChecksFor(ctx: PipelineContext, table: CheckedTable): QuietChecks {
   let checks = quietChecks.get(ctx);
   if (!checks) {
-    const execute = <T>(query: SQL) => queryPrepared<T>(ctx.db, query);
     checks = {
-      places: new QuietChecks('places', execute),
-      alert_points: new QuietChecks('alert_points', execute),
+      places: new QuietChecks('places', runOn(ctx.db)),
+      alert_points: new QuietChecks('alert_points', runOn(ctx.db)),
     };
     quietChecks.set(ctx, checks);
   }

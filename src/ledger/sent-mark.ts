@@ -1,18 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { plainArray, PreparedStatement, type ArrayText } from '../db/prepared.js';
+import {
+  plainArray,
+  PreparedStatement,
+  type ArrayText,
+  type StatementRunner,
+} from '../db/prepared.js';
 import { GroupCommit } from '../runtime/group-commit.js';
-
-/** What the recorder needs of the database: to run its statement (`MARK_SENT`) with its marks. */
-export interface MarkRunner {
-  run(statement: typeof MARK_SENT, values: MarkValues): PromiseLike<unknown>;
-}
-
-/** The recorder on `db` itself. */
-export const markOn = (db: Db): MarkRunner => ({
-  run: (statement, values) => statement.run(db, values),
-});
 
 /** Bounded statements: a flush after a slow commit can find thousands of marks waiting. */
 const MAX_ROWS_PER_FLUSH = 1000;
@@ -60,7 +54,7 @@ export class SentRecorder {
   readonly #marks: GroupCommit<Mark>;
 
   constructor(
-    db: MarkRunner,
+    run: StatementRunner,
     retryDelaysMs: readonly number[] = MARK_RETRY_DELAYS_MS,
     lingerMs = MARK_LINGER_MS,
   ) {
@@ -69,7 +63,7 @@ export class SentRecorder {
         let attempt = 0;
         for (;;) {
           try {
-            await db.run(MARK_SENT, markValues(marks));
+            await run(MARK_SENT, markValues(marks));
             return;
           } catch (err) {
             const pause = retryDelaysMs[attempt];

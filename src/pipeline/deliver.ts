@@ -8,12 +8,12 @@ import {
   type Channel,
   type DeliverPayload,
   SentRecorder,
-  markOn,
   CLAIM_SECONDS,
   claimMessages,
   type Outgoing,
 } from '../ledger/index.js';
 import { Semaphore } from '../runtime/semaphore.js';
+import { runOn } from '../db/prepared.js';
 import {
   classify,
   emailSendShare,
@@ -80,7 +80,7 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
     s = {
       sends: new Semaphore(ctx.config.deliveryConcurrency),
       emailShare: new Semaphore(emailSendShare(ctx.config.deliveryConcurrency)),
-      sent: new SentRecorder(markOn(ctx.db)),
+      sent: new SentRecorder(runOn(ctx.db)),
     };
     shared.set(ctx, s);
   }

@@ -1,15 +1,21 @@
-import { PgDialect } from 'drizzle-orm/pg-core';
-import type { SQL } from 'drizzle-orm';
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  checkedReads,
-  quietWrites,
+  CHECKED_READS,
+  checkedReadValues,
+  QUIET_WRITES,
+  quietWriteValues,
   type CheckedTable,
   type QuietWriteRequest,
 } from '../../src/detection/quiet-check.js';
 import { useSqlClient } from '../support/db.js';
-import { accessPaths, genericPlan, type PlanNode } from '../support/plans.js';
+import {
+  accessPaths,
+  builtOf,
+  genericPlan,
+  type BuiltStatement,
+  type PlanNode,
+} from '../support/plans.js';
 
 /** Each scan of a checked table or `warnings` in the plan: its relation and the index it goes through. */
 function scans(plan: PlanNode): string[] {
@@ -18,14 +24,11 @@ function scans(plan: PlanNode): string[] {
   );
 }
 
-const dialect = new PgDialect();
-
 async function runNamed<T extends pg.QueryResultRow>(
   client: pg.Client,
   name: string,
-  query: SQL,
+  built: BuiltStatement,
 ): Promise<T[]> {
-  const built = dialect.sqlToQuery(query);
   return (await client.query<T>({ name, text: built.sql, values: built.params })).rows;
 }
 
@@ -98,7 +101,7 @@ describe.each<CheckedTable>(['places', 'alert_points'])(
         const written = await runNamed<{ ord: number }>(
           client,
           'quiet_writes',
-          quietWrites(table, batch),
+          builtOf(QUIET_WRITES[table], quietWriteValues(batch)),
         );
         expect(written.map((r) => r.ord).sort((a, b) => a - b)).toEqual(batch.map((_, i) => i + 1));
       }
@@ -142,26 +145,29 @@ describe.each<CheckedTable>(['places', 'alert_points'])(
       const stale = await runNamed<{ ord: number }>(
         client,
         'quiet_writes',
-        quietWrites(table, [
-          {
-            cycleId,
-            key: 'p30',
-            fetchOk: true,
-            fetchStartedAt: now,
-            now,
-            version: '1',
-            seen: ['w30-1'],
-          },
-          {
-            cycleId,
-            key: 'p31',
-            fetchOk: true,
-            fetchStartedAt: now,
-            now,
-            version: await versionOf(client, 'p31'),
-            seen: ['w31-3'],
-          },
-        ]),
+        builtOf(
+          QUIET_WRITES[table],
+          quietWriteValues([
+            {
+              cycleId,
+              key: 'p30',
+              fetchOk: true,
+              fetchStartedAt: now,
+              now,
+              version: '1',
+              seen: ['w30-1'],
+            },
+            {
+              cycleId,
+              key: 'p31',
+              fetchOk: true,
+              fetchStartedAt: now,
+              now,
+              version: await versionOf(client, 'p31'),
+              seen: ['w31-3'],
+            },
+          ]),
+        ),
       );
       expect(stale).toEqual([{ ord: 2 }]);
       const { rows: touched } = await client.query<{ place_id: string; warning_id: string }>(
@@ -173,17 +179,19 @@ describe.each<CheckedTable>(['places', 'alert_points'])(
       const plan = await genericPlan(
         client,
         'quiet_writes_generic',
-        quietWrites(
-          table,
-          ['p40', 'p41'].map((id) => ({
-            cycleId,
-            key: id,
-            fetchOk: true,
-            fetchStartedAt: now,
-            now,
-            version: '1',
-            seen: [`w${id.slice(1)}-1`],
-          })),
+        builtOf(
+          QUIET_WRITES[table],
+          quietWriteValues(
+            ['p40', 'p41'].map((id) => ({
+              cycleId,
+              key: id,
+              fetchOk: true,
+              fetchStartedAt: now,
+              now,
+              version: '1',
+              seen: [`w${id.slice(1)}-1`],
+            })),
+          ),
         ),
       );
       // Each row found by key, then updated by its address.
@@ -207,10 +215,13 @@ describe.each<CheckedTable>(['places', 'alert_points'])(
         }>(
           client,
           'place_reads',
-          checkedReads(table, [
-            ...ids.map((key) => ({ key, windowStart })),
-            { key: 'gone', windowStart },
-          ]),
+          builtOf(
+            CHECKED_READS[table],
+            checkedReadValues([
+              ...ids.map((key) => ({ key, windowStart })),
+              { key: 'gone', windowStart },
+            ]),
+          ),
         );
         expect(rows.map((r) => r.ord).sort((a, b) => a - b)).toEqual(ids.map((_, i) => i + 1));
         for (const row of rows) {
@@ -228,10 +239,13 @@ describe.each<CheckedTable>(['places', 'alert_points'])(
       const plan = await genericPlan(
         client,
         'place_reads_generic',
-        checkedReads(table, [
-          { key: 'p1', windowStart },
-          { key: 'p2', windowStart },
-        ]),
+        builtOf(
+          CHECKED_READS[table],
+          checkedReadValues([
+            { key: 'p1', windowStart },
+            { key: 'p2', windowStart },
+          ]),
+        ),
       );
       const found = scans(plan);
       expect(found).toContain(`${table}: ${pkey}`);

@@ -1,3 +1,4 @@
+import { runOn } from '../../src/db/prepared.js';
 import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,6 @@ import {
   releaseCycleMessages,
   requeueDueMessages,
   SentRecorder,
-  markOn,
   type Channel,
   type NewNotification,
 } from '../../src/ledger/index.js';
@@ -344,7 +344,7 @@ describe('the ledger against its model', () => {
           cycles: [cycleId],
           events: new Map(),
           inHand: new Map(),
-          recorder: new SentRecorder(markOn(ctx.db), [], 0),
+          recorder: new SentRecorder(runOn(ctx.db), [], 0),
           run: runs,
         };
         const model: Model = {

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { SentRecorder, type MarkRunner } from '../../src/ledger/sent-mark.js';
+import { SentRecorder } from '../../src/ledger/sent-mark.js';
+import type { StatementRunner } from '../../src/db/prepared.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 describe('SentRecorder', () => {
@@ -43,11 +44,9 @@ describe('SentRecorder', () => {
   /** The database, counting the statements that reach it. */
   function counting() {
     const counter = { statements: 0 };
-    const db: MarkRunner = {
-      run: (statement, values) => {
-        counter.statements += 1;
-        return statement.run(database.db, values);
-      },
+    const db: StatementRunner = (statement, values) => {
+      counter.statements += 1;
+      return statement.run(database.db, values);
     };
     return { counter, recorder: new SentRecorder(db) };
   }
@@ -90,11 +89,9 @@ describe('SentRecorder', () => {
   it('waits a moment for more marks before writing, so sends that end close together share it', async () => {
     const counter = { statements: 0 };
     const recorder = new SentRecorder(
-      {
-        run: (statement, values) => {
-          counter.statements += 1;
-          return statement.run(database.db, values);
-        },
+      (statement, values) => {
+        counter.statements += 1;
+        return statement.run(database.db, values);
       },
       [],
       // Longer than the default, so that a loaded machine's timers still fall inside it.
@@ -113,16 +110,14 @@ describe('SentRecorder', () => {
   it('writes a mark again when its session is terminated mid-write, so no send is repeated', async () => {
     let writes = 0;
     const recorder = new SentRecorder(
-      {
-        run: (statement, values) => {
-          writes += 1;
-          if (writes > 1) return statement.run(database.db, values);
-          // The first write's session is ended by the server while the mark is under way.
-          return database.db.transaction(async (tx) => {
-            await tx.execute(sql`SELECT pg_terminate_backend(pg_backend_pid())`);
-            await statement.run(tx, values);
-          });
-        },
+      (statement, values) => {
+        writes += 1;
+        if (writes > 1) return statement.run(database.db, values);
+        // The first write's session is ended by the server while the mark is under way.
+        return database.db.transaction(async (tx) => {
+          await tx.execute(sql`SELECT pg_terminate_backend(pg_backend_pid())`);
+          return statement.run(tx, values);
+        });
       },
       [10],
     );
@@ -141,13 +136,11 @@ describe('SentRecorder', () => {
     let fail = true;
     let writes = 0;
     const recorder = new SentRecorder(
-      {
-        run: (statement, values) => {
-          writes += 1;
-          return fail
-            ? Promise.reject(new Error('connection terminated'))
-            : statement.run(database.db, values);
-        },
+      (statement, values) => {
+        writes += 1;
+        return fail
+          ? Promise.reject(new Error('connection terminated'))
+          : statement.run(database.db, values);
       },
       [1, 1],
     );

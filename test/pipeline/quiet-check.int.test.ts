@@ -1,7 +1,7 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queryPrepared, queryRows } from '../../src/db/client.js';
+import { queryRows } from '../../src/db/client.js';
 import { runCheck } from '../../src/pipeline/check.js';
 import { CycleCounter } from '../../src/detection/cycle-counters.js';
 import { QuietChecks } from '../../src/detection/quiet-check.js';
@@ -160,11 +160,9 @@ describe('quiet checks and cycle counters', () => {
   it('counts checks made together in one statement and closes the cycle', async () => {
     const cycleId = await newCycle(h.database.db, 40);
     let statements = 0;
-    const counter = new CycleCounter({
-      execute: (query: SQL) => {
-        statements += 1;
-        return h.database.db.execute(query);
-      },
+    const counter = new CycleCounter((statement, values) => {
+      statements += 1;
+      return statement.run(h.database.db, values);
     });
     const at = new Date('2026-07-01T08:00:00Z');
     await Promise.all(
@@ -211,9 +209,9 @@ describe('quiet checks and cycle counters', () => {
     const places = Array.from({ length: 10 }, (_, i) => `1012106${String(i).padStart(2, '0')}`);
     for (const place of places) await h.addPlace(place, `place ${place}`);
     let statements = 0;
-    const checks = new QuietChecks('places', <T>(query: SQL) => {
+    const checks = new QuietChecks('places', (statement, values) => {
       statements += 1;
-      return queryPrepared<T>(h.database.db, query);
+      return statement.run(h.database.db, values);
     });
     const windowStart = new Date(Date.now() - 3600_000);
     const read = await Promise.all(
