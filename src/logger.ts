@@ -14,6 +14,9 @@ export function registerSecret(value: string | undefined): void {
   if (value && value.length >= 6) registeredSecrets.add(value);
 }
 
+/** What a secret is logged as, wherever it was. */
+const REDACTED = '[redacted]';
+
 const URL_KEY_PARAM = /([?&](?:key|token|access_token|sig|sign)=)[^&#\s"']*/gi;
 // Feishu / Lark robots carry their token in the path: /open-apis/bot/v2/hook/TOKEN.
 const URL_HOOK_TOKEN = /(\/bot\/v2\/hook\/)[^/?#\s"']+/gi;
@@ -23,11 +26,11 @@ const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s"':]*(?::[^/@\s"']*)?@/gi;
 /** Removes query keys and credentials from anything that looks like a URL, and known secrets. */
 export function scrub(text: string): string {
   let out = text
-    .replace(URL_KEY_PARAM, '$1[redacted]')
-    .replace(URL_HOOK_TOKEN, '$1[redacted]')
-    .replace(URL_USERINFO, '$1[redacted]@');
+    .replace(URL_KEY_PARAM, `$1${REDACTED}`)
+    .replace(URL_HOOK_TOKEN, `$1${REDACTED}`)
+    .replace(URL_USERINFO, `$1${REDACTED}@`);
   for (const secret of registeredSecrets) {
-    if (out.includes(secret)) out = out.split(secret).join('[redacted]');
+    if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   return out;
 }
@@ -48,8 +51,6 @@ const SECRET_FIELDS = new Set([
   'token',
   'x-qw-api-key',
 ]);
-
-const REDACTED = '[redacted]';
 
 function scrubDeep(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return scrub(value);

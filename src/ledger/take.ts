@@ -134,7 +134,7 @@ export const CARRIED_NOTIFICATIONS = new PreparedStatement<{ messageIds: string[
   notificationsOf(sql`${p.messageIds}::uuid[]`),
 );
 
-/** `carriedNotifications` of the messages in `messageIds`, an SQL expression of type uuid[]. */
+/** `CARRIED_NOTIFICATIONS` of the messages in `messageIds`, an SQL expression of type uuid[]. */
 function notificationsOf(messageIds: SQL): SQL {
   return sql`WITH carried AS (
             SELECT d.id, d.message_id, d.event_type, d.warning_id, d.place_id, d.event_id,
