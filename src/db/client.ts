@@ -150,7 +150,8 @@ export async function transaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Prom
   }
 }
 
-const dialect = new PgDialect();
+/** The one builder of SQL text from drizzle's chunks (`queryPrepared`, `PreparedStatement`). */
+export const dialect = new PgDialect();
 const statementNames = new Map<string, string>();
 
 /** The name of the prepared statement of `text`: derived from it, so two never share one. */

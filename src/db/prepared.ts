@@ -1,6 +1,5 @@
 import { sql, Placeholder, type SQL } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
-import { queryRows, runNamed, statementName, type Db } from './client.js';
+import { dialect, queryRows, runNamed, statementName, type Db } from './client.js';
 
 /**
  * The value a statement's placeholder stands for at build time. A builder may only interpolate
@@ -10,8 +9,6 @@ export type Placeholders<Values> = { readonly [K in keyof Values]: Placeholder<K
 
 /** Where each of a built statement's parameters comes from: a placeholder's value or a constant. */
 type Slot = { readonly placeholder: string } | { readonly constant: unknown };
-
-const dialect = new PgDialect();
 
 /**
  * A statement that a hot path runs thousands of times in a storm, its SQL text built once when

@@ -16,10 +16,10 @@ const MAX_ROWS_PER_FLUSH = 1000;
  * last one was busy (`MARK_BUSY_ROWS`). A storm's sends finish a few per millisecond in each
  * process, and without the wait a statement carried about 16 marks: the marks were a quarter of
  * the storm's statements, each a round trip that costs both processes far more CPU than its
- * rows. A job waits this much longer for its ledger, and a crash in that
- * time sends those messages again, under the same ids: at 10 ms a worker killed mid-cycle in
- * the fault suite resent 13–18 on a fast machine (bound 16), at 2 ms 8, and the storm's Postgres
- * CPU rose 4 % where no wait at all cost 11 % (docs/benchmarks-history.md, items 34 and 57).
+ * rows. A job waits this much longer for its ledger, and a crash in that time sends those
+ * messages again, under the same ids: at 10 ms a worker killed mid-cycle in the fault suite
+ * resent 13–18 on a fast machine (bound 16), at 2 ms 8, and the storm's Postgres CPU rose 4 %
+ * where no wait at all cost 11 % (docs/benchmarks-history.md, items 34 and 57).
  */
 export const MARK_LINGER_MS = 2;
 
