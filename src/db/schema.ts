@@ -167,6 +167,24 @@ export const testSends = pgTable('test_sends', {
   detail: text('detail'),
 });
 
+/**
+ * A subscriber row changed in whether or where it receives: paused, disabled, unsubscribed,
+ * deleted, or given another address or secret. Written by the statement triggers of migration
+ * 0028 (so an edit by SQL counts too), read by every sending process (src/pipeline/
+ * subscriber-changes.ts): a message read before the change is read again, not sent as it was.
+ * `changed_at` is the row change's own clock time, not its transaction's start.
+ */
+export const subscriberChanges = pgTable(
+  'subscriber_changes',
+  {
+    subscriberId: uuid('subscriber_id').notNull(),
+    changedAt: tstz('changed_at')
+      .notNull()
+      .default(sql`clock_timestamp()`),
+  },
+  (t) => [index('subscriber_changes_at_idx').on(t.changedAt)],
+);
+
 export const subscriptions = pgTable(
   'subscriptions',
   {

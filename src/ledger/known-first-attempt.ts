@@ -45,7 +45,8 @@ export interface KnownContent {
 /**
  * The message the take would return for direct notification `id`, written leased to this
  * process by a check that read its subscriber as receiving (active, not unsubscribed): its
- * first attempt, owned, carrying that one notification.
+ * first attempt, owned, carrying that one notification. `readAt`: the check's time, taken before
+ * its transaction read the subscriber (`Outgoing.readAt`).
  */
 export function knownFirstAttempt(
   id: string,
@@ -57,6 +58,7 @@ export function knownFirstAttempt(
     placeId: string;
   },
   known: KnownContent,
+  readAt: number,
 ): Outgoing {
   const { subscriber: s, event } = known;
   return {
@@ -97,5 +99,6 @@ export function knownFirstAttempt(
         place_tz: s.place_tz,
       },
     ],
+    readAt,
   };
 }

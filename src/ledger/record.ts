@@ -212,6 +212,7 @@ export async function insertNotifications(
 export interface RecordInput {
   /** The check (cycle and place or point), which runs once per cycle: its job ids never repeat. */
   key: string;
+  /** The check's time, taken before its transaction began: a known message's `readAt`. */
   now: Date;
   /**
    * The channels whose direct messages go out from the writer's own process: written claimed
@@ -397,7 +398,7 @@ async function insertUnscheduled(
         dueAt: input.now,
         leased,
         ...(leased && notification.known
-          ? { known: knownFirstAttempt(id, notification, notification.known) }
+          ? { known: knownFirstAttempt(id, notification, notification.known, input.now.getTime()) }
           : {}),
       });
     }

@@ -95,6 +95,12 @@ export interface Outgoing extends ClaimedMessage {
   notifications: CarriedNotification[];
   /** Its first attempt belongs to this job (read, not claimed): see `FIRST_ATTEMPT_OWNED`. */
   owned: boolean;
+  /**
+   * When its subscriber was read, on this process's clock, taken before the statement that read
+   * them began: a change of the subscriber that this process learns of at or after it means the
+   * message is read again before it is sent (src/pipeline/subscriber-changes.ts).
+   */
+  readAt: number;
 }
 /** A carried notification as the read returns it: the event's columns only on its first row. */
 type CarriedOnce = Omit<CarriedNotification, 'record' | 'supersedes' | 'attributions'> & {
@@ -245,7 +251,7 @@ export const TAKE_MESSAGES = new PreparedStatement<TakeValues>((p) => {
  * columns. Named one by one: filtering the row's entries by name cost 5 µs a message, a storm's
  * largest self time in `claim`.
  */
-function messageOfRow(r: TakenRow): Outgoing {
+function messageOfRow(r: TakenRow, readAt: number): Outgoing {
   return {
     id: r.id,
     attempts: r.attempts,
@@ -267,6 +273,7 @@ function messageOfRow(r: TakenRow): Outgoing {
     timezone: r.timezone,
     owned: r.owned,
     notifications: [],
+    readAt,
   };
 }
 
@@ -285,16 +292,13 @@ export async function claimMessages(
   ids: readonly string[],
   jobId: string | undefined,
 ): Promise<Outgoing[]> {
-  const taken = await TAKE_MESSAGES.run<TakenRow>(ctx.db, {
-    ids,
-    jobId: jobId ?? null,
-    now: ctx.now(),
-  });
+  const now = ctx.now();
+  const taken = await TAKE_MESSAGES.run<TakenRow>(ctx.db, { ids, jobId: jobId ?? null, now });
   if (taken.length === 0) return [];
   const claimed = new Map<string, Outgoing>();
   const rows: CarriedOnce[] = [];
   for (const r of taken) {
-    if (!claimed.has(r.id)) claimed.set(r.id, messageOfRow(r));
+    if (!claimed.has(r.id)) claimed.set(r.id, messageOfRow(r, now.getTime()));
     if (r.n_id !== null) {
       rows.push({
         id: r.n_id,

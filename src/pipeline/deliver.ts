@@ -30,6 +30,7 @@ import {
   type DeliverOutcome,
 } from './deliver-outcomes.js';
 import { contentOf } from './message-content.js';
+import { SubscriberChanges } from './subscriber-changes.js';
 
 /**
  * A claimed row still waiting for a send slot after this long is handed back rather than sent:
@@ -42,7 +43,10 @@ export interface DeliverResult {
   sent: Record<Channel, number>;
   retrying: Record<Channel, number>;
   dead: Record<Channel, number>;
-  /** Claimed but handed back unsent (no send slot in time); each has a job of its own again. */
+  /**
+   * Taken but handed back unsent, each with a job of its own again: no send slot in time, or its
+   * subscriber changed after the message read them (`SubscriberChanges`).
+   */
   released: number;
   /** Robot messages set back to collect until the robot's rate limit lets them go. */
   waiting: number;
@@ -70,6 +74,7 @@ interface DeliverShared {
   sends: Semaphore;
   emailShare: Semaphore;
   sent: SentRecorder;
+  changes: SubscriberChanges;
 }
 
 const shared = new WeakMap<PipelineContext, DeliverShared>();
@@ -81,6 +86,7 @@ function sharedFor(ctx: PipelineContext): DeliverShared {
       sends: new Semaphore(ctx.config.deliveryConcurrency),
       emailShare: new Semaphore(emailSendShare(ctx.config.deliveryConcurrency)),
       sent: new SentRecorder(runOn(ctx.db)),
+      changes: new SubscriberChanges(runOn(ctx.db), () => ctx.now().getTime()),
     };
     shared.set(ctx, s);
   }
@@ -146,19 +152,26 @@ async function sendTaken(
     log.debug({ skipped: result.skipped }, 'messages not due or already handled');
 
   const s = sharedFor(ctx);
-  const released: Outgoing[] = [];
+  const late: Outgoing[] = [];
+  const changed: Outgoing[] = [];
   const settled = await Promise.allSettled(
     messages.map(async (message) => {
       const outcome = await attempt(ctx, log, s, message, claimedAt);
-      if (outcome === 'released') released.push(message);
+      if (outcome === 'released') late.push(message);
+      else if (outcome === 'changed') changed.push(message);
       else if (outcome === 'waiting') result.waiting += 1;
       else if (outcome !== 'skipped') result[outcome][message.channel] += 1;
     }),
   );
-  if (released.length > 0) {
-    await release(ctx, released);
-    result.released = released.length;
-    log.warn({ released: released.length }, 'messages handed back: no send slot in time');
+  if (late.length > 0 || changed.length > 0) {
+    await release(ctx, [...late, ...changed]);
+    result.released = late.length + changed.length;
+  }
+  if (late.length > 0) {
+    log.warn({ released: late.length }, 'messages handed back: no send slot in time');
+  }
+  if (changed.length > 0) {
+    log.info({ released: changed.length }, 'messages handed back: their subscriber changed');
   }
   // A failed ledger write fails the job; its messages' claims run out and the sweeper retries.
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -196,14 +209,17 @@ async function leaseHeld(lease: JobLease, log: Logger): Promise<boolean> {
   }
 }
 
-/** One message: send within the process's slots, then record the outcome. */
+/**
+ * One message: send within the process's slots, then record the outcome. `changed`: handed back
+ * unsent, its subscriber changed after the message read them.
+ */
 async function attempt(
   ctx: PipelineContext,
   log: Logger,
   s: DeliverShared,
   message: Outgoing,
   claimedAt: number,
-): Promise<DeliverOutcome> {
+): Promise<DeliverOutcome | 'changed'> {
   if (!message.active || message.unsubscribed) {
     return recordFailure(ctx, log, message, {
       retryable: false,
@@ -225,8 +241,13 @@ async function attempt(
     }
   }
   if (kind.splitsOversized) await splitOversized(ctx, log, message);
-  const send = async (): Promise<Failure | RobotWait | 'sent' | 'late'> => {
+  const send = async (): Promise<Failure | RobotWait | 'sent' | 'late' | 'changed'> => {
     if (ctx.now().getTime() - claimedAt > SEND_START_DEADLINE_MS) return 'late';
+    // Asked once the send slot is held, the last moment before the send: the wait for a slot
+    // is where a message spends its time. A read that fails fails the attempt unsent.
+    const reading = s.changes.fresh();
+    if (reading) await reading;
+    if (s.changes.changedSince(message.subscriber_id, message.readAt)) return 'changed';
     try {
       const result = await sendThroughChannel(ctx, message.channel, message, contentOf(message));
       return result.outcome === 'wait' ? result : 'sent';
@@ -238,6 +259,7 @@ async function attempt(
     ? await s.emailShare.run(() => s.sends.run(send, { ahead: true }))
     : await s.sends.run(send);
   if (sent === 'late') return 'released';
+  if (sent === 'changed') return 'changed';
   if (sent !== 'sent' && 'outcome' in sent) return waitForRobot(ctx, log, message, sent);
   if (sent !== 'sent' && sent.channelRefused && kind.pausable) {
     const pauseMs = ctx.emailPause.refused(sent.message);

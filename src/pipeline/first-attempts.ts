@@ -100,10 +100,9 @@ export class InProcessFirstAttempts implements FirstAttemptSender {
  * storm's checks commit batches far faster than they can be sent, and with every waiting batch
  * known a worker's peak RSS grew by 30–40 MB (413–419 against 370–386 MB in the bench's runs).
  * Holding less of each (its subscriber's columns, the message built when it starts) bought
- * nothing measurable (BENCHMARKS.md). The bound also bounds how stale a known message may be:
- * it goes to its subscriber as the check read them, so an unsubscribe or a disable that lands
- * while it waits does not stop it, where the take, which reads the subscriber when the batch
- * starts, would. At most this many sends are ahead of it: about a second of a storm's webhooks.
+ * nothing measurable (BENCHMARKS.md). A known message carries its subscriber as the check
+ * read them; should they change while it waits (an unsubscribe, a pause, another address), its
+ * send hands it back to be taken again (`SubscriberChanges`, src/pipeline/subscriber-changes.ts).
  */
 export const KNOWN_WAITING_MESSAGES = 2000;
 

@@ -98,6 +98,19 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
       ),
   },
   {
+    // What sending processes read of subscribers' changes (src/pipeline/subscriber-changes.ts)
+    // is minutes old at most; older rows are an operator's trace, kept as long as the ledger.
+    table: 'subscriber_changes',
+    prune: (db, cut, batch) =>
+      deleted(
+        db,
+        'subscriber_changes',
+        sql`DELETE FROM subscriber_changes WHERE ctid IN (
+              SELECT ctid FROM subscriber_changes WHERE changed_at < ${cut}
+              ORDER BY changed_at LIMIT ${batch})`,
+      ),
+  },
+  {
     // Not by age: a point leaves as soon as no subscription watches it. A cycle that runs
     // meanwhile puts a point it still needs back (src/detection/poll-points.ts).
     table: 'alert_points',

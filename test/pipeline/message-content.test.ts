@@ -75,6 +75,7 @@ const outgoing = fc
     unsubscribed: false,
     disabled_reason: null,
     owned: true,
+    readAt: 0,
     notifications: [
       {
         id: o.deliveryId,

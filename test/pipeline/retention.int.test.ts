@@ -21,7 +21,7 @@ describe('retention', () => {
 
   beforeEach(async () => {
     await sqlClient.client.query(
-      'TRUNCATE test_sends, deliveries, messages, events, poll_cycles, warnings, subscriptions, subscribers, places, alert_points',
+      'TRUNCATE test_sends, subscriber_changes, deliveries, messages, events, poll_cycles, warnings, subscriptions, subscribers, places, alert_points',
     );
     await sqlClient.client.query(
       `INSERT INTO places (id, name, lat, lon) VALUES ('101020100', 'Shanghai', 31.2304, 121.4737)`,
@@ -243,6 +243,21 @@ describe('retention', () => {
       'SELECT detail FROM test_sends',
     );
     expect(rows).toEqual([{ detail: 'recent' }]);
+  });
+
+  it('removes the record of subscribers’ changes older than the ledger keeps', async () => {
+    await sqlClient.client.query(
+      `INSERT INTO subscriber_changes (subscriber_id, changed_at) VALUES ($1, $2), ($1, $3)`,
+      [subscriber, ago(91), ago(89)],
+    );
+    expect(await pruneExpired(sqlClient.database.db, LIMITS, NOW)).toEqual({
+      subscriber_changes: 1,
+    });
+    const { rows } = await sqlClient.client.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM subscriber_changes WHERE changed_at > $1',
+      [ago(90)],
+    );
+    expect(rows).toEqual([{ n: 1 }]);
   });
 
   it('keeps the latest cycle even when it is older than the cut', async () => {
