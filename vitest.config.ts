@@ -23,6 +23,10 @@ export default defineConfig({
           // Pure code with no module state between files: one module graph per worker instead
           // of one per file (the imports were a third of the unit project's time).
           isolate: false,
+          // A timeout catches a hang, not a slow machine: the property tests of the gzip and
+          // brotli decoders took 5.3–9.8 s on a host that lent this one a fifth of a core
+          // (vitest's default is 5 s). Speed is the bench's to judge.
+          testTimeout: 60_000,
           setupFiles: ['test/support/fast-check.ts'],
           sequence: { groupOrder: 0 },
         },

@@ -615,5 +615,5 @@ describe('a seed beyond one statement’s 65,535 parameters', () => {
     );
     expect(rows).toEqual({ subscribers: 70_000, subscriptions: 105_000 });
     expect(expectOk(await seed(doc))).toMatchObject({ created: 0, unchanged: 70_000 });
-  }, 120_000);
+  }, 300_000);
 });
