@@ -21,9 +21,10 @@ function useQuickBench(extra: readonly string[]): {
     dir = await mkdtemp(join(os.tmpdir(), 'qwn-bench-test-'));
     const out = join(dir, 'report.json');
     const args = ['run', '--silent', 'bench', '--', '--quick', ...extra, '--out', out];
-    const run = await exec('npm', args, { timeout: 400_000, maxBuffer: 10 * 1024 * 1024 });
+    // Bounds a hang: a quick run beside the other files took over 400 s on a starved host.
+    const run = await exec('npm', args, { timeout: 900_000, maxBuffer: 10 * 1024 * 1024 });
     result = { report: JSON.parse(await readFile(out, 'utf8')) as BenchReport, stdout: run.stdout };
-  }, 420_000);
+  }, 920_000);
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });

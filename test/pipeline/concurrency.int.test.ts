@@ -103,7 +103,8 @@ describe('concurrency and lost jobs', () => {
     await waitUntil(
       async () => (await h.deliveries()).filter((r) => r.status === 'sent').length === OWED,
       'every owed delivery sent',
-      30_000,
+      // Two worker processes starting beside the other files: 36 s on a starved host.
+      120_000,
       100,
     );
     const started = h.sim.requests().byOperation.warningList;
@@ -126,7 +127,7 @@ describe('concurrency and lost jobs', () => {
       ),
     );
     expect(children.map((c) => c.exitCode)).toEqual([0, 0]);
-  });
+  }, 180_000);
 
   it('a process that dies between the commit and the enqueue loses nothing: the sweeper delivers', async () => {
     const runtime = h.runtime();
