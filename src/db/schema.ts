@@ -170,9 +170,9 @@ export const testSends = pgTable('test_sends', {
 /**
  * A subscriber row changed in whether or where it receives: paused, disabled, unsubscribed,
  * deleted, or given another address or secret. Written by the statement triggers of migration
- * 0028 (so an edit by SQL counts too), read by every sending process (src/pipeline/
- * subscriber-changes.ts): a message read before the change is read again, not sent as it was.
- * `changed_at` is the row change's own clock time, not its transaction's start.
+ * 0028 (so an edit by SQL counts too), read by every sending process
+ * (src/pipeline/subscriber-changes.ts): a message read before the change is read again, not
+ * sent as it was. `changed_at` is the row change's own clock time, not its transaction's start.
  */
 export const subscriberChanges = pgTable(
   'subscriber_changes',
