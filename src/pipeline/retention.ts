@@ -49,6 +49,22 @@ async function deleted(db: Db, table: string, statement: SQL): Promise<Retention
   return { [table]: rows[0]?.n ?? 0 };
 }
 
+/** The oldest rows of a trace table (no row points at them) whose time `at` is before `cut`. */
+function prunedByAge(
+  db: Db,
+  t: { table: string; key: string; at: string },
+  cut: Date,
+  batch: number,
+): Promise<RetentionOutcome> {
+  const [table, key, at] = [sql.identifier(t.table), sql.raw(t.key), sql.identifier(t.at)];
+  return deleted(
+    db,
+    t.table,
+    sql`DELETE FROM ${table} WHERE ${key} IN (
+          SELECT ${key} FROM ${table} WHERE ${at} < ${cut} ORDER BY ${at} LIMIT ${batch})`,
+  );
+}
+
 export const RETENTION_STEPS: readonly RetentionStep[] = [
   {
     // Finished notifications and their messages: the ledger's step (src/ledger/prune.ts).
@@ -90,25 +106,15 @@ export const RETENTION_STEPS: readonly RetentionStep[] = [
     // `qwn test-send`'s record of each test: an operator's trace, kept as long as the ledger.
     table: 'test_sends',
     prune: (db, cut, batch) =>
-      deleted(
-        db,
-        'test_sends',
-        sql`DELETE FROM test_sends WHERE id IN (
-              SELECT id FROM test_sends WHERE sent_at < ${cut} ORDER BY sent_at LIMIT ${batch})`,
-      ),
+      prunedByAge(db, { table: 'test_sends', key: 'id', at: 'sent_at' }, cut, batch),
   },
   {
     // What sending processes read of subscribers' changes (src/pipeline/subscriber-changes.ts)
     // is minutes old at most; older rows are an operator's trace, kept as long as the ledger.
+    // The rows have no key of their own: their physical address names them within a statement.
     table: 'subscriber_changes',
     prune: (db, cut, batch) =>
-      deleted(
-        db,
-        'subscriber_changes',
-        sql`DELETE FROM subscriber_changes WHERE ctid IN (
-              SELECT ctid FROM subscriber_changes WHERE changed_at < ${cut}
-              ORDER BY changed_at LIMIT ${batch})`,
-      ),
+      prunedByAge(db, { table: 'subscriber_changes', key: 'ctid', at: 'changed_at' }, cut, batch),
   },
   {
     // Not by age: a point leaves as soon as no subscription watches it. A cycle that runs
