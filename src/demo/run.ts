@@ -1,6 +1,5 @@
 import { CHANNELS_SHOWN, subscriberChannelSql } from '../channels/kinds.js';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
 import { Redis } from 'ioredis';
 import { pino, type DestinationStream } from 'pino';
@@ -87,11 +86,23 @@ const TUNABLE = [
 const SIMULATOR_KEY = 'qwn-demo-key';
 
 /**
- * How long the night shift's quiet hours still run when the story starts: about as long as the
- * story takes, so that its release comes at the end, whatever the machine's speed, without a
- * long wait (the demo stays under a minute).
+ * How long the night shift's quiet hours still run when the story starts: longer than any
+ * machine takes to tell it, so that 珠海's chain is always held. The demo then moves its clock
+ * past the end rather than waiting for it (`releaseQuietHours`).
  */
-const QUIET_HOURS_LEFT_MS = 16_000;
+const QUIET_HOURS_LEFT_MS = 10 * 60_000;
+
+/**
+ * The pipeline's clock in the demo: the machine's, until the story's end moves it past the night
+ * shift's quiet hours, as a `qwn poll --once` run after they end would see it.
+ */
+class StoryClock {
+  #aheadMs = 0;
+  readonly now = (): Date => new Date(Date.now() + this.#aheadMs);
+  moveTo(at: Date): void {
+    this.#aheadMs = Math.max(this.#aheadMs, at.getTime() - Date.now());
+  }
+}
 
 /** The webhook paths' column in the story's output. */
 const PATH_WIDTH = Math.max(DISPATCH_PATH.length, TYPHOON_DESK_PATH.length);
@@ -196,7 +207,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       // Both sinks listen on loopback, which the webhook channel refuses by default.
       WEBHOOK_ALLOW_PRIVATE: 'true',
     });
-    const runtime = createRuntime(config, logger, { database: demoDb.database });
+    const clock = new StoryClock();
+    const runtime = createRuntime(config, logger, { database: demoDb.database, now: clock.now });
     cleanups.push({ what: 'pipeline runtime', run: () => runtime.close() });
     const { ctx } = runtime;
 
@@ -308,7 +320,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       );
     }
 
-    await releaseQuietHours({ ctx, redis: runtime.redis, smtp, cycles, print, signal });
+    await releaseQuietHours({ ctx, clock, redis: runtime.redis, smtp, cycles, print });
 
     const report = await summarize({
       ctx,
@@ -415,30 +427,27 @@ function printSummary(print: (line: string) => void, report: DemoReport): void {
 
 /**
  * The night shift's quiet hours end after the story: what they held goes out as one "while you
- * were away" email, sent by the next cycle (as any `qwn poll --once` after the end sends it). On
- * a slow machine the window has ended during the story, and a step has sent it already.
+ * were away" email, sent by the next cycle (as any `qwn poll --once` after the end sends it). The
+ * demo moves its clock there instead of waiting ten minutes.
  */
 async function releaseQuietHours(input: {
   ctx: Runtime['ctx'];
+  clock: StoryClock;
   redis: Runtime['redis'];
   smtp: {
     messages: readonly { subject?: string | undefined; raw: Buffer; envelope: { to: string[] } }[];
   };
   cycles: CycleSummary[];
   print: (line: string) => void;
-  signal: AbortSignal | undefined;
 }): Promise<void> {
   const { ctx, smtp, print } = input;
   const row = await heldForQuietHours(ctx.db);
   if (!row) return;
   const due = new Date(row.due);
-  const waitMs = Math.max(0, due.getTime() - Date.now()) + 500;
   print(
-    `[after] the night shift's quiet hours end at ${shanghaiClock(due)} (Asia/Shanghai): ${row.n} notification${row.n === 1 ? '' : 's'} held; waiting ${(waitMs / 1000).toFixed(0)} s`,
+    `[after] the night shift's quiet hours end at ${shanghaiClock(due)} (Asia/Shanghai): ${row.n} notification${row.n === 1 ? '' : 's'} held; the demo's clock moves there`,
   );
-  await sleep(waitMs, undefined, input.signal ? { signal: input.signal } : {}).catch(() => {
-    throw new DemoInterruptedError('interrupted');
-  });
+  input.clock.moveTo(new Date(due.getTime() + 1000));
   const mailsBefore = smtp.messages.length;
   const summary = await runCycleOnce(ctx, input.redis, { timeoutMs: 30_000 });
   input.cycles.push(summary);

@@ -55,8 +55,16 @@ export class SentRecorder {
 
   constructor(
     run: StatementRunner,
-    retryDelaysMs: readonly number[] = MARK_RETRY_DELAYS_MS,
-    lingerMs = MARK_LINGER_MS,
+    {
+      retryDelaysMs = MARK_RETRY_DELAYS_MS,
+      lingerMs = MARK_LINGER_MS,
+      wait,
+    }: {
+      retryDelaysMs?: readonly number[];
+      lingerMs?: number;
+      /** How a statement waits out its linger (a timer unless a test ends it). */
+      wait?: (ms: number) => Promise<unknown>;
+    } = {},
   ) {
     this.#marks = new GroupCommit(
       async (marks) => {
@@ -73,7 +81,7 @@ export class SentRecorder {
           }
         }
       },
-      { maxItems: MAX_ROWS_PER_FLUSH, lingerMs, busyItems: MARK_BUSY_ROWS },
+      { maxItems: MAX_ROWS_PER_FLUSH, lingerMs, busyItems: MARK_BUSY_ROWS, wait },
     );
   }
 

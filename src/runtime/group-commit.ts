@@ -22,6 +22,8 @@ export interface GroupCommitOptions {
    * Zero (the default): every write lingers.
    */
   busyItems?: number;
+  /** How a write waits out its linger: a timer, unless a test ends the wait itself. */
+  wait?: (ms: number) => Promise<unknown>;
 }
 
 /**
@@ -35,6 +37,7 @@ export class GroupCommit<T, R = void> {
   readonly #maxItems: number;
   readonly #lingerMs: number;
   readonly #busyItems: number;
+  readonly #wait: (ms: number) => Promise<unknown>;
   #waiting: Waiting<T, R>[] = [];
   #writing = false;
 
@@ -46,6 +49,7 @@ export class GroupCommit<T, R = void> {
     this.#maxItems = options.maxItems ?? 1000;
     this.#lingerMs = options.lingerMs ?? 0;
     this.#busyItems = options.busyItems ?? 0;
+    this.#wait = options.wait ?? sleep;
   }
 
   add(item: T): Promise<R> {
@@ -61,7 +65,7 @@ export class GroupCommit<T, R = void> {
   async #drain(): Promise<void> {
     let linger = this.#lingerMs > 0;
     while (this.#waiting.length > 0) {
-      if (linger && this.#waiting.length < this.#maxItems) await sleep(this.#lingerMs);
+      if (linger && this.#waiting.length < this.#maxItems) await this.#wait(this.#lingerMs);
       const batch = this.#waiting.splice(0, this.#maxItems);
       linger = this.#lingerMs > 0 && batch.length >= this.#busyItems;
       try {

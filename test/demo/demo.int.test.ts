@@ -141,13 +141,16 @@ describe('qwn demo', () => {
     expect(texts.filter((t) => /^To: ops@guangdong\.example$/m.test(t))).toHaveLength(3);
     // The night shift's quiet hours: the red typhoon warning at 湛江 went at once with its
     // chain, and so did its cancel; 珠海's chain waited for the window's end and came as one
-    // "while you were away" email (sent by the step after the end, or by the demo's last cycle).
+    // "while you were away" email, sent by the cycle after the story moved its clock there.
     const night = texts.filter((t) => /^To: night-shift@zhanjiang\.example$/m.test(t));
     expect(night).toHaveLength(3);
     const nightTexts = await Promise.all(
       night.map(async (t) => (await parseMail(Buffer.from(t))).text ?? ''),
     );
     expect(nightTexts.filter((t) => t.startsWith('While you were away'))).toHaveLength(1);
+    expect(out).toMatch(
+      /\[after\] the night shift's quiet hours end at \d\d:\d\d:\d\d \(Asia\/Shanghai\): \d+ notifications? held; the demo's clock moves there\n {6}released \d+ held messages?\n {6}email {5}night-shift@zhanjiang\.example/,
+    );
     expect(out).toMatch(/email {5}night-shift@zhanjiang\.example {2}Updated: \[Red warning\] /);
     expect(files).toHaveLength(9);
     expect(texts.every((t) => /^Message-ID: <.+>$/m.test(t))).toBe(true);

@@ -344,7 +344,7 @@ describe('the ledger against its model', () => {
           cycles: [cycleId],
           events: new Map(),
           inHand: new Map(),
-          recorder: new SentRecorder(runOn(ctx.db), [], 0),
+          recorder: new SentRecorder(runOn(ctx.db), { retryDelaysMs: [], lingerMs: 0 }),
           run: runs,
         };
         const model: Model = {

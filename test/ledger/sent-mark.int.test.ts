@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/db/client.js';
-import { SentRecorder } from '../../src/ledger/sent-mark.js';
+import { MARK_LINGER_MS, SentRecorder } from '../../src/ledger/sent-mark.js';
 import type { StatementRunner } from '../../src/db/prepared.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -88,14 +88,14 @@ describe('SentRecorder', () => {
 
   it('waits a moment for more marks before writing, so sends that end close together share it', async () => {
     const counter = { statements: 0 };
+    // The test ends the linger itself, so a slow machine's late timers cannot split the marks.
+    const lingers: { ms: number; end: () => void }[] = [];
     const recorder = new SentRecorder(
       (statement, values) => {
         counter.statements += 1;
         return statement.run(database.db, values);
       },
-      [],
-      // Longer than the default, so that a loaded machine's timers still fall inside it.
-      200,
+      { wait: (ms) => new Promise<void>((end) => lingers.push({ ms, end })) },
     );
     // Sends ending a few milliseconds apart, as a storm's do in each process.
     const marks: Promise<void>[] = [];
@@ -103,6 +103,9 @@ describe('SentRecorder', () => {
       marks.push(recorder.markSent(id, new Date()));
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
+    expect(lingers.map((l) => l.ms)).toEqual([MARK_LINGER_MS]);
+    expect(counter.statements).toBe(0);
+    lingers[0]!.end();
     await Promise.all(marks);
     expect(counter.statements).toBe(1);
   });
@@ -119,7 +122,7 @@ describe('SentRecorder', () => {
           return statement.run(tx, values);
         });
       },
-      [10],
+      { retryDelaysMs: [10] },
     );
     const batch = ids.slice(271, 290);
     await Promise.all(batch.map((id) => recorder.markSent(id, new Date())));
@@ -142,7 +145,7 @@ describe('SentRecorder', () => {
           ? Promise.reject(new Error('connection terminated'))
           : statement.run(database.db, values);
       },
-      [1, 1],
+      { retryDelaysMs: [1, 1] },
     );
     const marks = ids.slice(260, 270).map((id) => recorder.markSent(id, new Date()));
     const settled = await Promise.allSettled(marks);

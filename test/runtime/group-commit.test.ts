@@ -69,6 +69,8 @@ describe('GroupCommit', () => {
     const gated = (n: number) => new Promise<void>((started) => (gates[n] = { started }));
     const writeStarted = [gated(0), gated(1)];
     const finish = (n: number) => gates[n]!.finish!();
+    // The test ends each linger itself: the order of events, not a timer, decides each batch.
+    const lingers: (() => void)[] = [];
     const group = new GroupCommit<number>(
       async (items) => {
         const gate = gates[batches.length];
@@ -77,24 +79,33 @@ describe('GroupCommit', () => {
         gate.started();
         await new Promise<void>((resolve) => (gate.finish = resolve));
       },
-      { lingerMs: 400, busyItems: 3 },
+      { lingerMs: 400, busyItems: 3, wait: () => new Promise<void>((end) => lingers.push(end)) },
     );
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((resolve) => setImmediate(resolve));
+    };
     const done = [group.add(1), group.add(2)];
-    await sleep(50);
+    await until(() => lingers.length === 1);
     // Within the linger of a write that found none running: it joins that write.
     done.push(group.add(3));
+    lingers[0]!();
     await writeStarted[0];
     done.push(group.add(4));
     finish(0);
     // The first write carried three (busy): the second lingers, and takes this one too.
-    await sleep(100);
+    await until(() => lingers.length === 2);
     done.push(group.add(5));
+    lingers[1]!();
     await writeStarted[1];
     done.push(group.add(6));
     finish(1);
-    // The second carried two: the third goes at once, without this one.
-    await sleep(100);
+    // The second carried two: the third goes at once, without lingering.
+    await until(() => batches.length === 3);
+    expect(lingers).toHaveLength(2);
+    // A write that finds none running lingers again.
     done.push(group.add(7));
+    await until(() => lingers.length === 3);
+    lingers[2]!();
     await Promise.all(done);
     expect(batches).toEqual([[1, 2, 3], [4, 5], [6], [7]]);
   });

@@ -115,7 +115,15 @@ describe('faults', () => {
 
   it('hangs until the client gives up, and delays', async () => {
     sim.addFault({ kind: 'hang', times: 1 });
-    await expect(get(nowUrl(), { timeoutMs: 300 })).rejects.toThrow();
+    // The client gives up only once the server holds the request: a timer alone could fire before
+    // a slow machine delivered it, leaving the hang armed for the next request.
+    const giveUp = new AbortController();
+    const hung = get(nowUrl(), { signal: giveUp.signal });
+    while (sim.requests().total === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    giveUp.abort();
+    await expect(hung).rejects.toThrow();
+    expect(sim.state().faults).toHaveLength(0);
     sim.addFault({ kind: 'delay', ms: 200, times: 1 });
     const started = Date.now();
     const delayed = await getJson(nowUrl());

@@ -14,12 +14,13 @@ export interface RawResponse {
 /** A raw HTTP GET: no client-side decompression, so tests see exactly what was sent. */
 export async function get(
   url: string,
-  options: { headers?: Record<string, string>; timeoutMs?: number } = {},
+  options: { headers?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<RawResponse> {
   const res = await request(url, {
     method: 'GET',
     headers: options.headers,
-    signal: options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined,
+    signal:
+      options.signal ?? (options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined),
   });
   const raw = Buffer.from(await res.body.arrayBuffer());
   let text = raw.toString('utf8');
