@@ -108,11 +108,14 @@ describe('concurrency and lost jobs', () => {
       100,
     );
     const started = h.sim.requests().byOperation.warningList;
+    const from = Date.now();
+    const pollsSince = () => h.sim.requests().byOperation.warningList - started;
     await sleep(6_500);
-    const polls = h.sim.requests().byOperation.warningList - started;
-    // About three periods of 2 s passed: one poll each, not one per worker.
-    expect(polls).toBeGreaterThanOrEqual(2);
-    expect(polls).toBeLessThanOrEqual(4);
+    // The polling goes on; a starved host runs each period's job late, not never.
+    await waitUntil(() => pollsSince() >= 2, 'two more polls', 60_000, 100);
+    const polls = pollsSince();
+    // One poll a period of 2 s, not one per worker: at most one for each period begun.
+    expect(polls).toBeLessThanOrEqual(Math.floor((Date.now() - from) / 2000) + 1);
     const rows = await h.deliveries();
     expect(rows).toHaveLength(OWED);
     expect(h.hooks.requests).toHaveLength(WEBHOOKS);
