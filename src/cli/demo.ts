@@ -36,8 +36,22 @@ function timestamp(now: Date): string {
 }
 
 /**
+ * The signals that stop the demo as Ctrl-C does, every server it started with it. SIGHUP is a
+ * closed terminal: left to its default, it ended the demo at once and left a redis-server the
+ * demo had started running (that server has a process group of its own, so no signal reaches it).
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+type StopSignal = (typeof STOP_SIGNALS)[number];
+const STOP_EXIT_CODES: Readonly<Record<StopSignal, number>> = {
+  SIGHUP: 129,
+  SIGINT: 130,
+  SIGTERM: 143,
+};
+
+/**
  * `qwn demo` (docs/operations.md): the whole pipeline on built-in defaults. Exit 0 when the story ran
- * to its end, 1 when something it needs is missing or a cycle failed, 130 on SIGINT.
+ * to its end, 1 when something it needs is missing or a cycle failed, 128 + the signal's number
+ * when stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129).
  */
 export async function run(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseCommandLine(argv, { 'mail-dir': { type: 'string' } }, 'demo');
@@ -49,16 +63,17 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const mailDir = resolve(values['mail-dir'] ?? `.demo/mail/${timestamp(new Date())}`);
 
   const interrupt = new AbortController();
-  const onSignal = () => {
+  let stoppedBy: StopSignal = 'SIGINT';
+  const onSignal = (signal: StopSignal) => {
     if (interrupt.signal.aborted) {
       // A second signal means now: the exit hook still stops a redis-server the demo started.
-      process.exit(130);
+      process.exit(STOP_EXIT_CODES[signal]);
     }
+    stoppedBy = signal;
     io.err('qwn demo: interrupted, stopping everything it started…');
     interrupt.abort();
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     await runDemo({
       env: io.env,
@@ -68,7 +83,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     });
     return 0;
   } catch (err) {
-    if (err instanceof DemoInterruptedError) return 130;
+    if (err instanceof DemoInterruptedError) return STOP_EXIT_CODES[stoppedBy];
     if (
       err instanceof RedisUnavailableError ||
       err instanceof DemoDatabaseError ||
@@ -79,7 +94,6 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     }
     throw err;
   } finally {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    for (const signal of STOP_SIGNALS) process.removeListener(signal, onSignal);
   }
 }

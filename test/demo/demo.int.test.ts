@@ -213,4 +213,25 @@ describe('qwn demo', () => {
     expect(alive(Number(pid))).toBe(false);
     expect(await portAnswers(Number(redisPort))).toBe(false);
   }, 420_000);
+
+  it('stops the redis-server it started when its terminal closes (SIGHUP)', async () => {
+    const port = await closedPort();
+    let hungUp = false;
+    const run = await runDemo(workDir, baseEnv({ REDIS_URL: `redis://127.0.0.1:${port}` }), {
+      onStdout(text, child) {
+        if (!hungUp && /redis-server started for the demo/.test(text)) {
+          hungUp = true;
+          child.kill('SIGHUP');
+        }
+      },
+    });
+    const [, redisPort, pid] = match(
+      run.stdout,
+      /redis-server started for the demo on 127\.0\.0\.1:(\d+) \(pid (\d+);/,
+    );
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(129);
+    expect(run.stderr).toContain('interrupted, stopping everything it started');
+    expect(alive(Number(pid))).toBe(false);
+    expect(await portAnswers(Number(redisPort))).toBe(false);
+  }, 420_000);
 });
