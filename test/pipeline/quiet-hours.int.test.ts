@@ -91,7 +91,9 @@ describe('quiet hours hold and then release', () => {
   });
 
   it('holds what falls inside, sends the red chain at once, and releases at the end', async () => {
-    const end = await quietUntil(h, subscriberId, 15_000);
+    // The window must outlast the three polls below, which take seconds each on a starved host:
+    // the delayed job that ends it is what this test watches.
+    const end = await quietUntil(h, subscriberId, 30_000);
     const { yellowRain, blueWind, blueTyphoon, redTyphoon, typhoonDown } = warnings();
     h.sim.setWarnings(GUANGZHOU, [yellowRain]);
     h.sim.setWarnings(SHENZHEN, [blueWind, blueTyphoon]);
