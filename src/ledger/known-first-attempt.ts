@@ -80,6 +80,7 @@ export function knownFirstAttempt(
     quiet_from: s.quiet_from,
     quiet_to: s.quiet_to,
     timezone: s.timezone,
+    deleted: false,
     owned: true,
     notifications: [
       {

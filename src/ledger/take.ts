@@ -67,6 +67,11 @@ export interface ClaimedMessage extends SubscriberAddress {
   quiet_to: string | null;
   /** The subscriber's own time zone (seed `timezone`); null: each place's. */
   timezone: string | null;
+  /**
+   * The subscriber's row is gone: deleted while a check was writing this message, so the
+   * deletion's own statement did not see the message to delete it. Nothing goes.
+   */
+  deleted: boolean;
 }
 
 /** A notification of a claimed message, as its rendering needs it. */
@@ -233,15 +238,16 @@ export const TAKE_MESSAGES = new PreparedStatement<TakeValues>((p) => {
         -- webhook batch takes one round trip, not two.
         owned_notifications AS (${notificationsOf(sql`ARRAY(SELECT id FROM owned)`)})
         SELECT c.id, c.attempts, c.channel, c.hold, c.subscriber_id, c.owned,
-               ${sql.raw(subscriberAddressColumns('s'))}, s.active,
-               s.unsubscribed_at IS NOT NULL AS unsubscribed,
+               ${sql.raw(subscriberAddressColumns('s'))}, coalesce(s.active, false) AS active,
+               s.unsubscribed_at IS NOT NULL AS unsubscribed, s.id IS NULL AS deleted,
                n.id AS n_id, n.event_type AS n_event_type, n.warning_id AS n_warning_id,
                n.place_id AS n_place_id, n.event_id AS n_event_id, n.record AS n_record,
                n.supersedes AS n_supersedes, n.attributions AS n_attributions,
                n.detected_at AS n_detected_at, n.in_force AS n_in_force,
                n.place_name AS n_place_name, n.place_name_en AS n_place_name_en,
                n.place_tz AS n_place_tz
-        FROM taken c JOIN subscribers s ON s.id = c.subscriber_id
+        -- Outer: a message whose subscriber is gone is still taken, to be ended, not retaken.
+        FROM taken c LEFT JOIN subscribers s ON s.id = c.subscriber_id
         LEFT JOIN owned_notifications n ON n.message_id = c.id
         ORDER BY c.id, n.detected_at, n.id`;
 });
@@ -271,6 +277,7 @@ function messageOfRow(r: TakenRow, readAt: number): Outgoing {
     quiet_from: r.quiet_from,
     quiet_to: r.quiet_to,
     timezone: r.timezone,
+    deleted: r.deleted,
     owned: r.owned,
     notifications: [],
     readAt,

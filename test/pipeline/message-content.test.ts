@@ -63,6 +63,7 @@ const outgoing = fc
     quiet_from: o.quiet ? '22:00' : null,
     quiet_to: o.quiet ? '07:00' : null,
     timezone: o.timezone,
+    deleted: false,
     subscriber_id: 's',
     email: null,
     webhook_url: 'https://example.com/hook',

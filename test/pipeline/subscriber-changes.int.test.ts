@@ -202,4 +202,32 @@ describe('a subscriber changed while their message waited', () => {
     await h.database.db.execute(sql`DELETE FROM subscribers WHERE id = ${gone}`);
     expect(await changesOf(gone)).toBe(1);
   });
+
+  it('ends, unsent, the message of one deleted while their check wrote it', async () => {
+    const deleted = await h.addWebhookSubscriber('/deleted', [PLACE]);
+    const p = sendingProcess();
+    await check(p.ctx);
+    const message = await messageOf(deleted);
+    // The deletion commits while the check's rows are not yet visible to it: its statement
+    // trigger finds no message of theirs to delete. Standing in for that race: the trigger off.
+    await h.database.db.execute(
+      sql`ALTER TABLE subscribers DISABLE TRIGGER subscribers_delete_ledger`,
+    );
+    try {
+      await h.database.db.execute(sql`DELETE FROM subscribers WHERE id = ${deleted}`);
+    } finally {
+      await h.database.db.execute(
+        sql`ALTER TABLE subscribers ENABLE TRIGGER subscribers_delete_ledger`,
+      );
+    }
+    await sendHanded(p.ctx, p.handed);
+    await runJobs(p.ctx);
+    // Taken once more and ended, not left pending for the sweeper to hand back again and again.
+    expect(await messageOf(deleted)).toEqual({
+      id: message.id,
+      status: 'dead',
+      last_error: 'subscriber deleted',
+    });
+    expect(h.hooks.requests.map((r) => r.path)).not.toContain('/deleted');
+  });
 });
