@@ -192,14 +192,18 @@ describe('qwn demo', () => {
     );
   }, 60_000);
 
-  it('starts a redis-server when none answers, and stops it when interrupted mid-story', async () => {
+  /**
+   * A demo that must start its own redis-server (none answers at REDIS_URL), sent `signal` once
+   * its output matches `when`; its exit, and whether the server it started is gone.
+   */
+  async function stoppedBy(signal: NodeJS.Signals, when: RegExp) {
     const port = await closedPort();
-    let interrupted = false;
+    let sent = false;
     const run = await runDemo(workDir, baseEnv({ REDIS_URL: `redis://127.0.0.1:${port}` }), {
       onStdout(text, child) {
-        if (!interrupted && /delivered email/.test(text)) {
-          interrupted = true;
-          child.kill('SIGINT');
+        if (!sent && when.test(text)) {
+          sent = true;
+          child.kill(signal);
         }
       },
     });
@@ -207,31 +211,30 @@ describe('qwn demo', () => {
       run.stdout,
       /redis-server started for the demo on 127\.0\.0\.1:(\d+) \(pid (\d+);/,
     );
+    return {
+      run,
+      serverAlive: alive(Number(pid)),
+      serverAnswers: await portAnswers(Number(redisPort)),
+    };
+  }
+
+  it('starts a redis-server when none answers, and stops it when interrupted mid-story', async () => {
+    const { run, serverAlive, serverAnswers } = await stoppedBy('SIGINT', /delivered email/);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(130);
     expect(run.stderr).toContain('interrupted, stopping everything it started');
     expect(run.stdout).not.toContain('[5/5]');
-    expect(alive(Number(pid))).toBe(false);
-    expect(await portAnswers(Number(redisPort))).toBe(false);
+    expect(serverAlive).toBe(false);
+    expect(serverAnswers).toBe(false);
   }, 420_000);
 
   it('stops the redis-server it started when its terminal closes (SIGHUP)', async () => {
-    const port = await closedPort();
-    let hungUp = false;
-    const run = await runDemo(workDir, baseEnv({ REDIS_URL: `redis://127.0.0.1:${port}` }), {
-      onStdout(text, child) {
-        if (!hungUp && /redis-server started for the demo/.test(text)) {
-          hungUp = true;
-          child.kill('SIGHUP');
-        }
-      },
-    });
-    const [, redisPort, pid] = match(
-      run.stdout,
-      /redis-server started for the demo on 127\.0\.0\.1:(\d+) \(pid (\d+);/,
+    const { run, serverAlive, serverAnswers } = await stoppedBy(
+      'SIGHUP',
+      /redis-server started for the demo/,
     );
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(129);
     expect(run.stderr).toContain('interrupted, stopping everything it started');
-    expect(alive(Number(pid))).toBe(false);
-    expect(await portAnswers(Number(redisPort))).toBe(false);
+    expect(serverAlive).toBe(false);
+    expect(serverAnswers).toBe(false);
   }, 420_000);
 });
