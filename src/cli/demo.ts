@@ -1,5 +1,5 @@
+import { constants } from 'node:os';
 import { resolve } from 'node:path';
-import {} from '../config.js';
 import { DemoDatabaseError } from '../demo/database.js';
 import { RedisUnavailableError } from '../demo/redis.js';
 import { DemoFailedError, DemoInterruptedError, runDemo } from '../demo/run.js';
@@ -42,11 +42,8 @@ function timestamp(now: Date): string {
  */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type StopSignal = (typeof STOP_SIGNALS)[number];
-const STOP_EXIT_CODES: Readonly<Record<StopSignal, number>> = {
-  SIGHUP: 129,
-  SIGINT: 130,
-  SIGTERM: 143,
-};
+/** A shell's code for a process a signal stopped. */
+const exitCodeOf = (signal: StopSignal): number => 128 + constants.signals[signal];
 
 /**
  * `qwn demo` (docs/operations.md): the whole pipeline on built-in defaults. Exit 0 when the story ran
@@ -67,7 +64,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   const onSignal = (signal: StopSignal) => {
     if (interrupt.signal.aborted) {
       // A second signal means now: the exit hook still stops a redis-server the demo started.
-      process.exit(STOP_EXIT_CODES[signal]);
+      process.exit(exitCodeOf(signal));
     }
     stoppedBy = signal;
     io.err('qwn demo: interrupted, stopping everything it started…');
@@ -83,7 +80,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     });
     return 0;
   } catch (err) {
-    if (err instanceof DemoInterruptedError) return STOP_EXIT_CODES[stoppedBy];
+    if (err instanceof DemoInterruptedError) return exitCodeOf(stoppedBy);
     if (
       err instanceof RedisUnavailableError ||
       err instanceof DemoDatabaseError ||

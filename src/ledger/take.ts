@@ -69,7 +69,8 @@ export interface ClaimedMessage extends SubscriberAddress {
   timezone: string | null;
   /**
    * The subscriber's row is gone: deleted while a check was writing this message, so the
-   * deletion's own statement did not see the message to delete it. Nothing goes.
+   * deletion's own statement did not see the message to delete it. Nothing goes (`active` is
+   * false too); this only names why.
    */
   deleted: boolean;
 }

@@ -220,7 +220,7 @@ async function attempt(
   message: Outgoing,
   claimedAt: number,
 ): Promise<DeliverOutcome | 'changed'> {
-  if (message.deleted || !message.active || message.unsubscribed) {
+  if (!message.active || message.unsubscribed) {
     return recordFailure(ctx, log, message, {
       retryable: false,
       message: inactiveReason(message),

@@ -7,6 +7,7 @@ import {
   v7Warning,
   type Simulator,
 } from '../../src/simulator/index.js';
+import { waitUntil } from '../support/wait.js';
 import { get, getJson } from './support.js';
 
 let sim: Simulator;
@@ -115,12 +116,11 @@ describe('faults', () => {
 
   it('hangs until the client gives up, and delays', async () => {
     sim.addFault({ kind: 'hang', times: 1 });
-    // The client gives up only once the server holds the request: a timer alone could fire before
-    // a slow machine delivered it, leaving the hang armed for the next request.
+    // The client gives up only once the server has taken the hang: a timer alone could fire
+    // before a slow machine delivered the request, leaving the hang armed for the next one.
     const giveUp = new AbortController();
     const hung = get(nowUrl(), { signal: giveUp.signal });
-    while (sim.requests().total === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitUntil(() => sim.state().faults.length === 0, 'the hang taken', 60_000, 5);
     giveUp.abort();
     await expect(hung).rejects.toThrow();
     expect(sim.state().faults).toHaveLength(0);
