@@ -293,8 +293,8 @@ describe('deploy/kubernetes and deploy/systemd', () => {
       return Number(n) * (unit === 'Gi' ? 1024 : 1);
     };
     // Node sizes its heap from the container's limit: 259 MB under 512 MiB, where the bench's
-    // storm doubled the workers' CPU (BENCHMARKS.md, "A worker's memory"); 560 MB under 1 GiB,
-    // where it ran as with no limit, and peaked at 300 MB.
+    // storm took half as much worker CPU again (BENCHMARKS.md, "A worker's memory"); 560 MB
+    // under 1 GiB, where it ran as with no limit and a worker peaked near 300 MB.
     expect(mib(resources.limits.memory)).toBeGreaterThanOrEqual(1024);
     expect(mib(resources.requests.memory)).toBeGreaterThanOrEqual(300);
   });
