@@ -320,6 +320,10 @@ function scenarioRows(report: BenchReport): Row[] {
     const l = r.channels[c].latencySeconds;
     return r.channels[c].sent ? `${n2(l.p50)} / ${n2(l.p95)} / ${n2(l.p99)}` : '–';
   };
+  const fromList = (r: ScenarioResult) => {
+    const l = r.channels.webhook.fromListCallSeconds;
+    return r.channels.webhook.sent ? `${n2(l.p50)} / ${n2(l.p95)} / ${n2(l.p99)}` : '–';
+  };
   const rate = (r: ScenarioResult, c: 'webhook' | 'email', limit: number) =>
     r.channels[c].sent
       ? `${n0(r.channels[c].perSecond)} (${pct(ratio(r.channels[c].perSecond, limit))})`
@@ -378,6 +382,11 @@ function scenarioRows(report: BenchReport): Row[] {
       ),
     },
     { label: 'webhook latency p50 / p95 / p99 (s)', cells: each((r) => lat(r, 'webhook')) },
+    {
+      // Reported beside the judged figure: it includes the wait for the place's check.
+      label: 'webhook latency from the list call p50 / p95 / p99 (s)',
+      cells: each(fromList),
+    },
     { label: 'email latency p50 / p95 / p99 (s)', cells: each((r) => lat(r, 'email')) },
     {
       label: 'CPU s: workers / runner+sinks / pg / redis',

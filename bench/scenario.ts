@@ -43,8 +43,13 @@ export interface ChannelResult {
   spanSeconds: number;
   /** Messages sent per second: sends, comparable with the raw channel's. */
   perSecond: number;
-  /** From a notification's detection to the send of its message. */
+  /** From a notification's detection (its check) to the send of its message. */
   latencySeconds: { p50: number; p95: number; p99: number; max: number };
+  /**
+   * From the cycle's list call to the send: what a subscriber waits once the poll begins. The
+   * figure above leaves out the wait for a check, so anything that delays checks flatters it.
+   */
+  fromListCallSeconds: { p50: number; p95: number; p99: number };
 }
 
 export interface ScenarioResult {
@@ -246,6 +251,9 @@ interface ChannelRow {
   p95: number | null;
   p99: number | null;
   max: number | null;
+  list_p50: number | null;
+  list_p95: number | null;
+  list_p99: number | null;
 }
 
 /** Waits for a cycle's checks: its row stops running. */
@@ -348,7 +356,10 @@ export async function runScenario(
           percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM m.sent_at - e.detected_at)) AS p50,
           percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM m.sent_at - e.detected_at)) AS p95,
           percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM m.sent_at - e.detected_at)) AS p99,
-          max(extract(epoch FROM m.sent_at - e.detected_at))::float8 AS max
+          max(extract(epoch FROM m.sent_at - e.detected_at))::float8 AS max,
+          percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM m.sent_at - ${startedAt}::timestamptz)) AS list_p50,
+          percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM m.sent_at - ${startedAt}::timestamptz)) AS list_p95,
+          percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM m.sent_at - ${startedAt}::timestamptz)) AS list_p99
         FROM deliveries d JOIN messages m ON m.id = d.message_id
         JOIN events e ON e.id = d.event_id
         WHERE d.cycle_id = ${cycleId} GROUP BY d.channel`,
@@ -373,6 +384,11 @@ export async function runScenario(
         p95: Number(row?.p95 ?? 0),
         p99: Number(row?.p99 ?? 0),
         max: Number(row?.max ?? 0),
+      },
+      fromListCallSeconds: {
+        p50: Number(row?.list_p50 ?? 0),
+        p95: Number(row?.list_p95 ?? 0),
+        p99: Number(row?.list_p99 ?? 0),
       },
     };
   }
