@@ -389,10 +389,10 @@ function scenarioRows(report: BenchReport): Row[] {
     },
     { label: 'email latency p50 / p95 / p99 (s)', cells: each((r) => lat(r, 'email')) },
     {
-      label: 'CPU s: workers / runner+sinks / pg / redis',
+      label: 'CPU s: workers / runner+sinks / pg (of it vacuum) / redis',
       cells: each(
         (r) =>
-          `${r.cpuSeconds.workers.map(n1).join('+')} / ${n1(r.cpuSeconds.runner)} / ${n1(r.cpuSeconds.postgres)} / ${n1(r.cpuSeconds.redis)}`,
+          `${r.cpuSeconds.workers.map(n1).join('+')} / ${n1(r.cpuSeconds.runner)} / ${n1(r.cpuSeconds.postgres)} (${n1(r.cpuSeconds.vacuum)}) / ${n1(r.cpuSeconds.redis)}`,
       ),
     },
     { label: 'peak RSS per worker (MB)', cells: each((r) => r.peakRssMb.map(n0).join(' / ')) },
