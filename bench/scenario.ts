@@ -477,9 +477,8 @@ export async function runScenario(
 
 /**
  * Vacuums and analyzes the bench database, as autovacuum would after a scenario's writes, and
- * returns the CPU seconds it took. A server with autovacuum off (this machine's) would keep
- * every sent mark's old row version: by the warm storm the ledger outgrew the buffer pool and its
- * Postgres CPU grew by a third, which no deployment with autovacuum on pays. The clean-up is the
+ * returns the CPU seconds it took. This machine's Postgres runs with autovacuum off and would
+ * keep every sent mark's old row version, which no deployment does; the clean-up is the
  * scenario's cost, so it counts in its Postgres CPU (and its WAL), not in its wall.
  */
 async function vacuum(client: pg.Client): Promise<number> {
