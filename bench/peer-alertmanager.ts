@@ -11,6 +11,7 @@ import {
   exited,
   freeLoopbackPort,
   isExecutableFile,
+  leaveToJanitor,
   memoryMb,
   onPath,
 } from './procs.js';
@@ -253,6 +254,7 @@ export async function runAlertmanagerPeer(opts: {
     const stderrTail: string[] = [];
     const started = spawn(binary, args, { cwd: dir, env: {}, stdio: ['ignore', 'ignore', 'pipe'] });
     child = started;
+    if (started.pid !== undefined) leaveToJanitor({ type: 'process', pid: started.pid });
     let spawnError: Error | undefined;
     started.once('error', (err) => (spawnError = err));
     started.stderr?.setEncoding('utf8').on('data', (chunk: string) => {

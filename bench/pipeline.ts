@@ -12,7 +12,7 @@ import { createLogger } from '../src/logger.js';
 import { createRuntime } from '../src/runtime/runtime.js';
 import { deletePrefixKeys } from '../src/runtime/queues.js';
 import { insertData, type BenchData, type BenchSource } from './data.js';
-import { exited, forkTs, nextMessage } from './procs.js';
+import { exited, forkTs, leaveToJanitor, nextMessage } from './procs.js';
 import { BENCH_SESSION_NAME } from './stats.js';
 
 /**
@@ -59,6 +59,7 @@ export interface PipelineOptions {
 
 export async function openPipeline(o: PipelineOptions): Promise<BenchPipeline> {
   const database = await createScratchDatabase(o.serverUrl, 'qwn_bench');
+  if (!o.keep) leaveToJanitor({ type: 'database', serverUrl: o.serverUrl, name: database.name });
   const prefix = `qwn-bench-${randomBytes(4).toString('hex')}`;
   const env: Record<string, string> = {
     DATABASE_URL: database.url,

@@ -3,13 +3,27 @@ import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { JanitorMessage } from './janitor.js';
 
 /** Child processes of the bench and what the kernel says about them (Linux /proc). */
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Starts a TypeScript entry under tsx in its own Node process, with an IPC channel. */
+/**
+ * Starts a TypeScript entry under tsx in its own Node process, with an IPC channel. The janitor
+ * kills it should the runner be killed first.
+ */
 export function forkTs(
+  entry: string,
+  args: string[],
+  options: { env: Record<string, string>; nodeArgs?: string[]; logFd?: number },
+): ChildProcess {
+  const child = startTs(entry, args, options);
+  if (child.pid !== undefined) leaveToJanitor({ type: 'process', pid: child.pid });
+  return child;
+}
+
+function startTs(
   entry: string,
   args: string[],
   options: { env: Record<string, string>; nodeArgs?: string[]; logFd?: number },
@@ -22,6 +36,42 @@ export function forkTs(
     execArgv: ['--import', 'tsx', ...(options.nodeArgs ?? [])],
     stdio: ['ignore', output, output, 'ipc'],
   });
+}
+
+let janitor: ChildProcess | undefined;
+
+function janitorProcess(): ChildProcess {
+  if (!janitor) {
+    janitor = startTs('./janitor.ts', [], { env: { PATH: process.env.PATH ?? '' } });
+    // Neither the janitor nor its channel keeps the runner alive.
+    janitor.unref();
+    janitor.channel?.unref();
+    janitor.on('error', () => undefined);
+  }
+  return janitor;
+}
+
+/**
+ * Starts this runner's janitor (bench/janitor.ts) and waits until it listens, so that what is
+ * left to it is in its hands however early the runner dies.
+ */
+export async function startJanitor(): Promise<void> {
+  await nextMessage(janitorProcess(), 'ready', 30_000);
+}
+
+/**
+ * Tells this runner's janitor of a process or a scratch database to remove should the runner
+ * die without `releaseJanitor`.
+ */
+export function leaveToJanitor(what: Exclude<JanitorMessage, { type: 'done' }>): void {
+  const process = janitorProcess();
+  if (process.connected) process.send(what);
+}
+
+/** The runner cleaned up after itself: its janitor leaves without touching anything. */
+export function releaseJanitor(): void {
+  if (!janitor?.connected) return;
+  janitor.send({ type: 'done' } satisfies JanitorMessage, () => janitor?.disconnect());
 }
 
 export function nextMessage<T = unknown>(

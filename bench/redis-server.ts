@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { exited, freeLoopbackPort, onPath } from './procs.js';
+import { exited, freeLoopbackPort, leaveToJanitor, onPath } from './procs.js';
 
 /**
  * A Redis server of the bench's own (issue 38): its CPU and command counters are the bench's
@@ -33,7 +33,9 @@ export async function startPrivateRedis(
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited(child);
   };
-  // An interrupted bench leaves by process.exit: the server goes with it.
+  // An interrupted bench leaves by process.exit: the server goes with it; a killed one leaves it
+  // to the janitor.
+  if (child.pid !== undefined) leaveToJanitor({ type: 'process', pid: child.pid });
   const onExit = () => child.kill('SIGKILL');
   process.once('exit', onExit);
   const url = `redis://127.0.0.1:${port}`;

@@ -19,7 +19,7 @@ import {
 } from './data.js';
 import { FULL_LIMIT_SIZES, QUICK_LIMIT_SIZES, measureLimits } from './limits.js';
 import { openPipeline, type BenchPipeline } from './pipeline.js';
-import { REPO_ROOT, memoryMb } from './procs.js';
+import { REPO_ROOT, memoryMb, releaseJanitor, startJanitor } from './procs.js';
 import { runAlertmanagerPeer } from './peer-alertmanager.js';
 import {
   formatMarkdown,
@@ -225,7 +225,10 @@ async function runOnce(): Promise<BenchReport> {
   // Interrupted, the run still drops its databases and its Redis keys.
   const interrupted = () => {
     say('interrupted, cleaning up');
-    void cleanup().finally(() => process.exit(130));
+    void cleanup().finally(() => {
+      releaseJanitor();
+      process.exit(130);
+    });
   };
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
@@ -428,6 +431,7 @@ function summary(result: ScenarioResult): string {
 }
 
 async function main(): Promise<number> {
+  await startJanitor();
   const reports: BenchReport[] = [];
   for (let i = 1; i <= runs; i += 1) {
     if (runs > 1) say(`run ${i} of ${runs}`);
@@ -451,6 +455,7 @@ async function main(): Promise<number> {
 
 try {
   process.exitCode = await main();
+  releaseJanitor();
 } catch (err) {
   console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   console.error(USAGE);

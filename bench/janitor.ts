@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+
+/**
+ * The bench runner's janitor: a child process that outlives a runner killed outright (kill -9,
+ * an OOM kill), which runs no exit handler. The runner tells it each process and scratch
+ * database it starts; when the runner's IPC channel closes before it said `done`, the janitor
+ * kills those processes and drops those databases. Without it, such a run left its own Redis
+ * server, its worker processes and a database of a few hundred MB behind.
+ */
+
+export type JanitorMessage =
+  | { type: 'process'; pid: number }
+  | { type: 'database'; serverUrl: string; name: string }
+  | { type: 'done' };
+
+/**
+ * A process as registered: its start time (in clock ticks since boot) tells it from a later one
+ * with the same pid. Its command line would not: Redis rewrites its own.
+ */
+const processes = new Map<number, string>();
+const databases: { serverUrl: string; name: string }[] = [];
+let done = false;
+
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After the command's name in parentheses, field 22 (starttime) is the 20th.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function cleanUp(): Promise<void> {
+  for (const [pid, registered] of processes) {
+    if (startTime(pid) !== registered) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  for (const { serverUrl, name } of databases) {
+    const client = new pg.Client({ connectionString: serverUrl });
+    try {
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
+    } catch {
+      // Best effort: the server may be gone too.
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+}
+
+process.on('message', (m: JanitorMessage) => {
+  if (m.type === 'done') done = true;
+  else if (m.type === 'process') {
+    const started = startTime(m.pid);
+    if (started !== null) processes.set(m.pid, started);
+  } else databases.push({ serverUrl: m.serverUrl, name: m.name });
+});
+// A Ctrl-C reaches the whole process group: the runner cleans up after itself then, and the
+// janitor must still be here should it not.
+process.on('SIGINT', () => undefined);
+process.once('disconnect', () => {
+  if (done) process.exit(0);
+  void cleanUp().finally(() => process.exit(0));
+});
+process.send?.({ type: 'ready' });
