@@ -64,8 +64,8 @@ export async function startJanitor(): Promise<void> {
  * die without `releaseJanitor`.
  */
 export function leaveToJanitor(what: Exclude<JanitorMessage, { type: 'done' }>): void {
-  const process = janitorProcess();
-  if (process.connected) process.send(what);
+  const keeper = janitorProcess();
+  if (keeper.connected) keeper.send(what);
 }
 
 /** The runner cleaned up after itself: its janitor leaves without touching anything. */
