@@ -123,6 +123,26 @@ describe('npm run bench -- --quick', () => {
     for (const s of [clear!, warm!]) expect(s.correctness.problems).toEqual([]);
   });
 
+  it('measures webhook latency from the list call too, never below the judged figure', () => {
+    for (const s of report.scenarios) {
+      const webhook = s.channels.webhook;
+      if (webhook.sent === 0) continue;
+      // Every check (a notification's detection) begins after the list call.
+      for (const q of ['p50', 'p95', 'p99'] as const) {
+        expect(webhook.fromListCallSeconds[q]).toBeGreaterThanOrEqual(webhook.latencySeconds[q]);
+      }
+    }
+    expect(stdout).toContain('webhook latency from the list call p50 / p95 / p99 (s)');
+  });
+
+  it("counts each scenario's vacuum in its Postgres CPU", () => {
+    for (const s of report.scenarios) {
+      expect(s.cpuSeconds.vacuum).toBeGreaterThan(0);
+      expect(s.cpuSeconds.postgres).toBeGreaterThanOrEqual(s.cpuSeconds.vacuum);
+    }
+    expect(stdout).toContain('pg (of it vacuum)');
+  });
+
   it("counts the bench's own Redis and says whether other databases wrote beside the WAL", () => {
     // `.ci/run` and this machine have redis-server: the bench starts its own.
     expect(report.machine.redis).toContain("the bench's own");
