@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { statFields } from './procs.js';
 
 /**
  * The bench runner's janitor: a child process that outlives a runner killed outright (kill -9,
@@ -22,14 +22,9 @@ const processes = new Map<number, string>();
 const databases: { serverUrl: string; name: string }[] = [];
 let done = false;
 
+/** Field 22 of `/proc/<pid>/stat`. */
 function startTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // After the command's name in parentheses, field 22 (starttime) is the 20th.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
+  return statFields(pid)?.[19] ?? null;
 }
 
 async function cleanUp(): Promise<void> {

@@ -122,17 +122,25 @@ function ticksPerSecond(): number {
 }
 
 /** User + system CPU seconds of a process so far (0 once it is gone). */
-export function cpuSeconds(pid: number): number {
+/**
+ * The fields of `/proc/<pid>/stat` after the command's name, from field 3 (state) on, so that
+ * field n is at index n - 3; null when there is no such process.
+ */
+export function statFields(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name may hold spaces: fields are counted after its closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(fields[11]);
-    const stime = Number(fields[12]);
-    return (utime + stime) / ticksPerSecond();
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return null;
   }
+}
+
+export function cpuSeconds(pid: number): number {
+  const fields = statFields(pid);
+  if (!fields) return 0;
+  // utime and stime, fields 14 and 15.
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
 }
 
 /** Resident memory of a process now and at its peak (VmRSS, VmHWM), in MB. */

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { statFields } from '../../bench/procs.js';
 import { ADMIN_URL } from '../support/postgres-server.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -19,12 +19,8 @@ interface Left {
 
 /** Alive, and not a zombie waiting for a parent that does not reap it. */
 function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  const state = statFields(pid)?.[0];
+  return state !== undefined && state !== 'Z';
 }
 
 async function databaseExists(name: string): Promise<boolean> {
