@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { dropScratchDatabase } from '../src/db/scratch.js';
 import { statFields } from './procs.js';
 
 /**
@@ -37,15 +37,8 @@ async function cleanUp(): Promise<void> {
     }
   }
   for (const { serverUrl, name } of databases) {
-    const client = new pg.Client({ connectionString: serverUrl });
-    try {
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS "${name.replaceAll('"', '""')}" WITH (FORCE)`);
-    } catch {
-      // Best effort: the server may be gone too.
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+    // Best effort: the server may be gone too.
+    await dropScratchDatabase(serverUrl, name).catch(() => undefined);
   }
 }
 

@@ -121,7 +121,6 @@ function ticksPerSecond(): number {
   return clockTicks;
 }
 
-/** User + system CPU seconds of a process so far (0 once it is gone). */
 /**
  * The fields of `/proc/<pid>/stat` after the command's name, from field 3 (state) on, so that
  * field n is at index n - 3; null when there is no such process.
@@ -136,6 +135,7 @@ export function statFields(pid: number): string[] | null {
   }
 }
 
+/** User + system CPU seconds of a process so far (0 once it is gone). */
 export function cpuSeconds(pid: number): number {
   const fields = statFields(pid);
   if (!fields) return 0;

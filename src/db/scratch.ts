@@ -29,12 +29,19 @@ export async function createScratchDatabase(
   await withClient(serverUrl, (c) => c.query(`CREATE DATABASE ${name}${copy}`));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  return {
-    name,
-    url: url.toString(),
-    drop: () =>
-      withClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
-  };
+  return { name, url: url.toString(), drop: () => dropScratchDatabase(serverUrl, name) };
+}
+
+/**
+ * Drops the scratch database `name` on the server `serverUrl` points at, ending any session
+ * still connected; nothing when it is gone already. For one that outlived its creator (the
+ * bench's janitor, a test cleaning up after a killed process).
+ */
+export async function dropScratchDatabase(serverUrl: string, name: string): Promise<void> {
+  if (!/^[a-z0-9_]+$/.test(name)) {
+    throw new Error(`dropScratchDatabase: not a scratch database name: ${name}`);
+  }
+  await withClient(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
 async function withClient(url: string, run: (client: pg.Client) => Promise<unknown>) {

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { statFields } from '../../bench/procs.js';
+import { dropScratchDatabase } from '../../src/db/scratch.js';
 import { ADMIN_URL } from '../support/postgres-server.js';
 import { waitUntil } from '../support/wait.js';
 
@@ -42,10 +43,7 @@ describe('the bench janitor', () => {
       if (runner.exitCode === null && runner.signalCode === null) runner.kill('SIGKILL');
       if (!left) continue;
       if (alive(left.sleeper)) process.kill(left.sleeper, 'SIGKILL');
-      const client = new pg.Client({ connectionString: ADMIN_URL });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${left.database} WITH (FORCE)`);
-      await client.end();
+      await dropScratchDatabase(ADMIN_URL, left.database);
     }
   });
 
