@@ -26,7 +26,7 @@ interface Figures {
   correct: boolean;
 }
 
-const SCENARIOS = ['storm', 'escalation'] as const;
+const SCENARIOS = ['storm', 'escalation', 'all clear', 'warm storm'] as const;
 
 function figuresOf(report: BenchReport): Map<string, Figures> {
   const out = new Map<string, Figures>();

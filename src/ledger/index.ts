@@ -4,6 +4,7 @@
  * this file; test/ledger/ownership.test.ts holds both rules.
  *
  * - message.ts: a message's channel, and what a check's statement created
+ * - ids.ts: the time-ordered ids of notifications and messages
  * - record.ts: a check's notifications and their messages, in the check's transaction
  * - told.ts: what each subscriber was told of a warning's story
  * - dispatch.ts: the deliver jobs that carry a message's attempts

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows } from '../db/client.js';
 import {
@@ -28,6 +28,7 @@ import { CHANNELS, kindOf, subscriberChannelSql } from '../channels/kinds.js';
 import type { Channel, CreatedMessage, CycleRelease } from './message.js';
 import type { Tx } from '../db/client.js';
 import { knownFirstAttempt, type KnownContent } from './known-first-attempt.js';
+import { ledgerId, ledgerIds } from './ids.js';
 
 /**
  * The notification ledger's writes that both checks share: one row per (subscriber, warning
@@ -327,6 +328,7 @@ interface CycleJoinValues {
   now: Date;
   /** The cycles they join, in id order (the order their rows are locked in). */
   cycles: string[];
+  joiningIds: ArrayText;
   joiningSubscriberIds: ArrayText;
   joiningEventIds: ArrayText;
   joiningCycleIds: ArrayText;
@@ -372,7 +374,7 @@ async function insertUnscheduled(
   input: RecordInput,
   offset: number,
 ): Promise<InsertedNotifications & { late: NewNotification[] }> {
-  const ids = parts.direct.map(() => randomUUID());
+  const ids = ledgerIds(input.now, parts.direct.length);
   const cycleOnly = parts.cycleOnly;
   const joining = cycleOnly.length > 0 ? cycleJoinValues(cycleOnly, input.now) : null;
   const direct = parts.direct.length > 0 ? directValues(parts.direct, ids, input, offset) : null;
@@ -423,7 +425,7 @@ async function insertUnscheduled(
 /**
  * The id of a subscriber's message for one cycle: the same in every check of the cycle, so that
  * checks name it without reading or writing anything. Name-based (RFC 9562 version 8 layout
- * over SHA-256), distinct from the random ids of notifications.
+ * over SHA-256), distinct from the time-ordered ids of notifications (`ledgerIds`).
  */
 export function cycleMessageId(subscriberId: string, cycleId: string): string {
   const hex = createHash('sha256')
@@ -454,15 +456,16 @@ function cycleJoinCtes(p: Placeholders<CycleJoinValues>): SQL {
           ORDER BY id
           FOR KEY SHARE),
         joined AS (
-          INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+          INSERT INTO deliveries (id, subscriber_id, event_id, cycle_id, place_id, warning_id,
             event_type, occurrence, channel, message_id, created_at)
-          SELECT *, ${p.now}::timestamptz FROM unnest(${p.joiningSubscriberIds}::uuid[],
+          SELECT *, ${p.now}::timestamptz FROM unnest(${p.joiningIds}::uuid[],
+            ${p.joiningSubscriberIds}::uuid[],
             ${p.joiningEventIds}::bigint[], ${p.joiningCycleIds}::uuid[],
             ${p.joiningPlaceIds}::text[], ${p.joiningWarningIds}::text[],
             ${p.joiningEventTypes}::text[], ${p.joiningOccurrences}::int[],
             ${p.joiningChannels}::text[], ${p.joiningMessageIds}::uuid[])
-            AS v(subscriber_id, event_id, cycle_id, place_id, warning_id, event_type, occurrence,
-                 channel, message_id)
+            AS v(id, subscriber_id, event_id, cycle_id, place_id, warning_id, event_type,
+                 occurrence, channel, message_id)
           WHERE v.cycle_id IN (SELECT id FROM collecting)
           ON CONFLICT DO NOTHING
           RETURNING message_id)`;
@@ -473,6 +476,7 @@ function cycleJoinValues(rows: readonly NewNotification[], now: Date): CycleJoin
   return {
     now,
     cycles: [...new Set(rows.map((r) => r.cycleId))].sort(),
+    joiningIds: plainArray(ledgerIds(now, rows.length)),
     joiningSubscriberIds: columns.subscriberIds,
     joiningEventIds: columns.eventIds,
     joiningCycleIds: columns.cycleIds,
@@ -652,7 +656,7 @@ async function insertScheduled(
       messageId = placement.join;
     } else {
       const { hold, sendAt, cycleId } = placement.create;
-      messageId = randomUUID();
+      messageId = ledgerId(now);
       planned.set(messageId, {
         id: messageId,
         subscriberId: row.subscriberId,
@@ -680,9 +684,11 @@ async function insertScheduled(
     urgent: boolean;
   }>(
     tx,
-    sql`INSERT INTO deliveries (subscriber_id, event_id, cycle_id, place_id, warning_id,
+    sql`INSERT INTO deliveries (id, subscriber_id, event_id, cycle_id, place_id, warning_id,
           event_type, occurrence, channel, message_id, urgent, created_at)
-        SELECT *, ${now}::timestamptz FROM unnest(${column((p) => p.row.subscriberId)}::uuid[],
+        SELECT *, ${now}::timestamptz FROM unnest(
+          ${sql.param(ledgerIds(now, placed.length))}::uuid[],
+          ${column((p) => p.row.subscriberId)}::uuid[],
           ${column((p) => p.row.eventId)}::bigint[], ${column((p) => p.row.cycleId)}::uuid[],
           ${column((p) => p.row.placeId)}::text[], ${column((p) => p.row.warningId)}::text[],
           ${column((p) => p.row.eventType)}::text[], ${column((p) => p.row.occurrence)}::int[],

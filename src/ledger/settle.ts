@@ -5,6 +5,7 @@ import type { Hold } from '../domain/schedule.js';
 import { carriedBy } from './lookups.js';
 import type { Channel } from './message.js';
 import { MESSAGE_LOCK } from './record.js';
+import { ledgerId } from './ids.js';
 
 /**
  * How an attempt ends in the ledger when it did not send (a sent message is marked by
@@ -90,18 +91,18 @@ export async function giveBack(
 }
 
 /**
- * Moves notifications `ids` of message `message` to a new message `followUp` of the same
- * subscriber, due now, in one transaction; a quiet message's rest keeps its hold. Returns the
- * notifications moved (none: no new message is left behind).
+ * Moves notifications `ids` of message `message` to a new message of the same subscriber, due
+ * now, in one transaction; a quiet message's rest keeps its hold. Returns the new message's id
+ * and the notifications moved (none: no new message is left behind).
  */
 export async function splitIntoFollowUp(
   db: Db,
   now: Date,
   message: { id: string; subscriberId: string; channel: Channel; hold: Hold | null },
-  followUp: string,
   ids: readonly string[],
-): Promise<Set<string>> {
-  return transaction(db, async (tx) => {
+): Promise<{ followUp: string; moved: Set<string> }> {
+  const followUp = ledgerId(now);
+  const moved = await transaction(db, async (tx) => {
     await tx.execute(sql`
       INSERT INTO messages (id, subscriber_id, channel, status, hold, next_attempt_at,
         created_at, updated_at)
@@ -117,6 +118,7 @@ export async function splitIntoFollowUp(
     if (rows.length === 0) await tx.execute(sql`DELETE FROM messages WHERE id = ${followUp}`);
     return new Set(rows.map((r) => r.id));
   });
+  return { followUp, moved };
 }
 
 /** A waiting robot message joins one due at most this much later than its own wait. */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { describeRobot } from '../channels/robot-identity.js';
 import { splitRobotMessage } from '../domain/robot-render.js';
@@ -54,9 +53,8 @@ export async function splitOversized(
   );
   if (later.length === 0) return;
   const ids = new Set(later.map((n) => n.deliveryId));
-  const followUp = randomUUID();
   // A quiet message's rest keeps its "while you were away" heading.
-  const moved = await splitIntoFollowUp(
+  const { followUp, moved } = await splitIntoFollowUp(
     ctx.db,
     ctx.now(),
     {
@@ -65,7 +63,6 @@ export async function splitOversized(
       channel: message.channel,
       hold: message.hold,
     },
-    followUp,
     [...ids],
   );
   message.notifications = message.notifications.filter((n) => !moved.has(n.id));
