@@ -6,7 +6,7 @@ import { createScratchDatabase } from '../src/db/scratch.js';
 import type { PreparedStatement } from '../src/db/prepared.js';
 import { SentRecorder } from '../src/ledger/index.js';
 import { median } from './median.js';
-import { cpuSeconds } from './procs.js';
+import { cpuSeconds, leaveToJanitor, releaseJanitor, startJanitor } from './procs.js';
 
 /**
  * What the sent mark costs Postgres (issue 38, item 4): the same messages marked sent in the same
@@ -166,8 +166,11 @@ export async function measureSentMarks(o: {
   rows: number;
   batch: number;
   runs: number;
+  /** Told of the scratch database as soon as it exists (the command's janitor). */
+  created?: (database: { serverUrl: string; name: string }) => void;
 }): Promise<MarkVariantResult[]> {
   const scratch = await createScratchDatabase(o.pgUrl, 'qwn_bench_mark');
+  o.created?.({ serverUrl: o.pgUrl, name: scratch.name });
   try {
     const database = openPostgres(scratch.url, { poolSize: 1 });
     await database.migrate();
@@ -223,7 +226,14 @@ async function main(): Promise<void> {
     batch: Number(args.batch),
     runs: Number(args.runs),
   };
-  const results = await measureSentMarks(o);
+  // A janitor drops the scratch database should this command be killed outright; the test
+  // that runs `measureSentMarks` inside vitest drops its own.
+  await startJanitor();
+  const results = await measureSentMarks({
+    ...o,
+    created: (database) => leaveToJanitor({ type: 'database', ...database }),
+  });
+  releaseJanitor();
   console.log(
     `sent marks: ${o.rows.toLocaleString('en')} messages a run, ${o.batch} a flush, ${o.runs} runs in turns; Postgres backend CPU (local server)`,
   );
