@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { queryPrepared } from '../db/client.js';
+import { PreparedStatement, plainArray, type ArrayText } from '../db/prepared.js';
 import type { EventType } from '../domain/detect.js';
 import { tellAs, type ToldNotification } from '../domain/told.js';
 import type { NewNotification } from './record.js';
@@ -11,25 +11,49 @@ import type { Tx } from '../db/client.js';
  * end or resumption of a story they never heard is nothing (docs/design.md, invariant 12).
  */
 
-/** What the subscribers were told of these warnings: one statement through `deliveries_once`. */
+/** A subscriber and the warning ids of one story (a warning and its chain) to read. */
+export interface StoryAsked {
+  subscriberId: string;
+  story: readonly string[];
+}
+
+/**
+ * One probe of `deliveries_once` per (subscriber, warning) pair asked. Asking for every
+ * subscriber's notifications of any of the warnings (`subscriber_id = ANY … AND warning_id =
+ * ANY …`) let the generic plan of the prepared statement look up the subscribers alone and
+ * filter their rows: a national desk's thousands of notifications read to find two, 4 ms a
+ * check of an escalation (BENCHMARKS.md, "Side by side: what a subscriber was told").
+ */
+export const TOLD = new PreparedStatement<{ subscriberIds: ArrayText; warningIds: string[] }>(
+  (p) => sql`SELECT d.subscriber_id, d.warning_id, d.event_type, d.occurrence
+    FROM unnest(${p.subscriberIds}::uuid[], ${p.warningIds}::text[]) AS a(subscriber_id, warning_id)
+    JOIN deliveries d ON d.subscriber_id = a.subscriber_id AND d.warning_id = a.warning_id`,
+);
+
+/**
+ * What each subscriber was told of the stories asked: every notification they have of a
+ * warning of the story. Nothing else of theirs is read, and nothing else is needed: `tellAs`
+ * judges an event by its own story alone.
+ */
 export async function toldOf(
   tx: Tx,
-  subscriberIds: readonly string[],
-  warningIds: readonly string[],
+  asked: readonly StoryAsked[],
 ): Promise<Map<string, ToldNotification[]>> {
   const told = new Map<string, ToldNotification[]>();
-  if (subscriberIds.length === 0 || warningIds.length === 0) return told;
-  const rows = await queryPrepared<{
+  const pairs = new Map<string, [string, string]>();
+  for (const a of asked) {
+    for (const w of a.story) pairs.set(`${a.subscriberId}\u0000${w}`, [a.subscriberId, w]);
+  }
+  if (pairs.size === 0) return told;
+  const rows = await TOLD.run<{
     subscriber_id: string;
     warning_id: string;
     event_type: EventType;
     occurrence: number;
-  }>(
-    tx,
-    sql`SELECT subscriber_id, warning_id, event_type, occurrence FROM deliveries
-        WHERE subscriber_id = ANY(${sql.param([...subscriberIds])}::uuid[])
-          AND warning_id = ANY(${sql.param([...warningIds])}::text[])`,
-  );
+  }>(tx, {
+    subscriberIds: plainArray([...pairs.values()].map(([subscriber]) => subscriber)),
+    warningIds: [...pairs.values()].map(([, warning]) => warning),
+  });
   for (const r of rows) {
     const list = told.get(r.subscriber_id) ?? [];
     list.push({ warningId: r.warning_id, eventType: r.event_type, occurrence: r.occurrence });
@@ -61,8 +85,7 @@ export async function tellTheStoryTold(
   if (asked.length === 0) return [...rows];
   const told = await toldOf(
     tx,
-    [...new Set(asked.map((r) => r.subscriberId))],
-    [...new Set(asked.flatMap((r) => [r.warningId, ...r.chain]))],
+    asked.map((r) => ({ subscriberId: r.subscriberId, story: [r.warningId, ...r.chain] })),
   );
   const out: NewNotification[] = [];
   const ordered = rows

@@ -145,8 +145,10 @@ async function catchUpBatch(
   }
   const told = await toldOf(
     tx,
-    [...new Set(candidates.map((c) => c.sub.subscriber_id))],
-    [...new Set(candidates.flatMap((c) => [c.warning.warning_id, ...c.chain]))],
+    candidates.map((c) => ({
+      subscriberId: c.sub.subscriber_id,
+      story: [c.warning.warning_id, ...c.chain],
+    })),
   );
   const untold = candidates.filter((c) => {
     const story = new Set([c.warning.warning_id, ...c.chain]);

@@ -8,6 +8,9 @@ export interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
   'Index Name'?: string;
+  /** What an index scan looks up by, and what it reads only to throw away. */
+  'Index Cond'?: string;
+  Filter?: string;
   Plans?: PlanNode[];
 }
 
