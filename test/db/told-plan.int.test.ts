@@ -2,14 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TOLD } from '../../src/ledger/told.js';
 import { plainArray } from '../../src/db/prepared.js';
 import { useSqlClient } from '../support/db.js';
-import { builtOf, genericPlan, type PlanNode } from '../support/plans.js';
-
-/** The scans of `relation` in a plan. */
-function scansOf(node: PlanNode, relation: string, found: PlanNode[] = []): PlanNode[] {
-  if (node['Relation Name'] === relation) found.push(node);
-  for (const child of node.Plans ?? []) scansOf(child, relation, found);
-  return found;
-}
+import { builtOf, genericPlan, scansOf } from '../support/plans.js';
 
 /**
  * What each subscriber was told of a warning's story is read in every check of an update or a

@@ -35,6 +35,13 @@ export function accessPaths(node: PlanNode, relation: string, found: string[] = 
   return found;
 }
 
+/** The nodes that read `relation`, with what they look up by and what they filter. */
+export function scansOf(node: PlanNode, relation: string, found: PlanNode[] = []): PlanNode[] {
+  if (node['Relation Name'] === relation) found.push(node);
+  for (const child of node.Plans ?? []) scansOf(child, relation, found);
+  return found;
+}
+
 /** The relations the plan reads whole. */
 export function scannedWhole(node: PlanNode, found: string[] = []): string[] {
   if (node['Node Type'] === 'Seq Scan' && node['Relation Name']) found.push(node['Relation Name']);
