@@ -1,3 +1,5 @@
+import os from 'node:os';
+import v8 from 'node:v8';
 import { createUnsubscribeEndpoint } from '../admin/unsubscribe.js';
 import { loadConfig, type Config } from '../config.js';
 import { createLogger, registerSecret, type Logger } from '../logger.js';
@@ -5,6 +7,7 @@ import { probeHealth } from '../ops/health.js';
 import { PortInUseError, startOpsServer, type OpsServer } from '../ops/http-server.js';
 import { OpsMetrics } from '../ops/metrics.js';
 import { checkEvictionPolicy } from '../ops/redis-policy.js';
+import { smallHeapWarning } from '../ops/memory.js';
 import { UpstreamMonitor } from '../ops/upstream.js';
 import { DELIVER_QUEUES } from '../runtime/queues.js';
 import { fitPollToBudget } from '../pipeline/poll-budget.js';
@@ -52,6 +55,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   registerSecret(config.unsubscribeSecret);
   const startedAt = new Date();
   warnWithoutUnsubscribe(config, logger);
+  warnOfSmallHeap(logger);
 
   // Held back calls and health both read what the upstream last answered.
   const upstream = new UpstreamMonitor();
@@ -215,6 +219,15 @@ async function refuseToStartBroken(db: Runtime['ctx']['db'], config: Config): Pr
  * Without both settings emails carry no List-Unsubscribe at all: a header pointing at a mailbox
  * nobody reads would promise an unsubscribe that never happens (docs/subscribers.md).
  */
+function warnOfSmallHeap(logger: Logger): void {
+  const small = smallHeapWarning({
+    heapLimitBytes: v8.getHeapStatistics().heap_size_limit,
+    memoryLimitBytes: process.constrainedMemory?.() ?? 0,
+    totalMemoryBytes: os.totalmem(),
+  });
+  if (small) logger.warn(small, 'heap too small for a national storm: give the worker 1 GiB');
+}
+
 function warnWithoutUnsubscribe(config: Config, logger: Logger): void {
   const missing = [
     ...(config.publicUrl ? [] : ['PUBLIC_URL']),
