@@ -216,8 +216,8 @@ async function refuseToStartBroken(db: Runtime['ctx']['db'], config: Config): Pr
 }
 
 /**
- * Without both settings emails carry no List-Unsubscribe at all: a header pointing at a mailbox
- * nobody reads would promise an unsubscribe that never happens (docs/subscribers.md).
+ * A worker whose heap Node sized from a small container limit runs a storm at the heap's edge,
+ * slowly and with nothing said: once at start, it says so (docs/operations.md, "Memory").
  */
 function warnOfSmallHeap(logger: Logger): void {
   const small = smallHeapWarning({
@@ -228,6 +228,10 @@ function warnOfSmallHeap(logger: Logger): void {
   if (small) logger.warn(small, 'heap too small for a national storm: give the worker 1 GiB');
 }
 
+/**
+ * Without both settings emails carry no List-Unsubscribe at all: a header pointing at a mailbox
+ * nobody reads would promise an unsubscribe that never happens (docs/subscribers.md).
+ */
 function warnWithoutUnsubscribe(config: Config, logger: Logger): void {
   const missing = [
     ...(config.publicUrl ? [] : ['PUBLIC_URL']),
