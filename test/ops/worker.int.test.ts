@@ -195,3 +195,35 @@ describe('qwn worker when the upstream refuses it', () => {
     expect(h.sim.requests().byOperation.warningList).toBe(1);
   });
 });
+
+describe('qwn worker: a heap too small for a storm', () => {
+  const WARNING = 'heap too small for a national storm: give the worker 1 GiB';
+  let h: PipelineHarness;
+  let worker: WorkerProcess | undefined;
+
+  beforeAll(async () => {
+    h = await startPipelineHarness();
+  });
+  afterEach(async () => {
+    if (worker) await worker.stop('SIGTERM');
+    worker = undefined;
+  });
+  afterAll(async () => {
+    worker?.kill();
+    await h?.close();
+  });
+
+  it('warns once at start when its heap is capped below what a storm needs', async () => {
+    worker = await startWorkerProcess(workerEnv(h, { NODE_OPTIONS: '--max-old-space-size=200' }));
+    await worker.waitForLine((l) => l.msg === 'worker started');
+    const warnings = worker.lines.filter((l) => l.msg === WARNING);
+    expect(warnings).toEqual([expect.objectContaining({ level: 40, advisedHeapMib: 480 })]);
+    expect(Number(warnings[0]!.heapLimitMib)).toBeLessThan(480);
+  });
+
+  it('says nothing with a heap of 1 GiB', async () => {
+    worker = await startWorkerProcess(workerEnv(h, { NODE_OPTIONS: '--max-old-space-size=1024' }));
+    await worker.waitForLine((l) => l.msg === 'worker started');
+    expect(worker.lines.filter((l) => l.msg === WARNING)).toEqual([]);
+  });
+});
