@@ -222,7 +222,7 @@ async function refuseToStartBroken(db: Runtime['ctx']['db'], config: Config): Pr
 function warnOfSmallHeap(logger: Logger): void {
   const small = smallHeapWarning({
     heapLimitBytes: v8.getHeapStatistics().heap_size_limit,
-    memoryLimitBytes: process.constrainedMemory?.() ?? 0,
+    memoryLimitBytes: process.constrainedMemory(),
     totalMemoryBytes: os.totalmem(),
   });
   if (small) logger.warn(small, 'heap too small for a national storm: give the worker 1 GiB');

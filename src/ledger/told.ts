@@ -40,20 +40,25 @@ export async function toldOf(
   asked: readonly StoryAsked[],
 ): Promise<Map<string, ToldNotification[]>> {
   const told = new Map<string, ToldNotification[]>();
-  const pairs = new Map<string, [string, string]>();
+  const seen = new Set<string>();
+  const subscriberIds: string[] = [];
+  const warningIds: string[] = [];
   for (const a of asked) {
-    for (const w of a.story) pairs.set(`${a.subscriberId}\u0000${w}`, [a.subscriberId, w]);
+    for (const w of a.story) {
+      const pair = `${a.subscriberId}\u0000${w}`;
+      if (seen.has(pair)) continue;
+      seen.add(pair);
+      subscriberIds.push(a.subscriberId);
+      warningIds.push(w);
+    }
   }
-  if (pairs.size === 0) return told;
+  if (seen.size === 0) return told;
   const rows = await TOLD.run<{
     subscriber_id: string;
     warning_id: string;
     event_type: EventType;
     occurrence: number;
-  }>(tx, {
-    subscriberIds: plainArray([...pairs.values()].map(([subscriber]) => subscriber)),
-    warningIds: [...pairs.values()].map(([, warning]) => warning),
-  });
+  }>(tx, { subscriberIds: plainArray(subscriberIds), warningIds });
   for (const r of rows) {
     const list = told.get(r.subscriber_id) ?? [];
     list.push({ warningId: r.warning_id, eventType: r.event_type, occurrence: r.occurrence });
