@@ -12,6 +12,7 @@ import {
   refusedLiteral,
   type PostAnswer,
 } from './outbound.js';
+import { Recent } from './recent.js';
 import { decodeWebhookKey, SECRET_MIN_BYTES, WEBHOOK_SECRET_PREFIX } from './webhook-secret.js';
 
 /**
@@ -156,33 +157,12 @@ function signWithKey(key: Buffer, id: string, at: Date, body: string): string {
 }
 
 /**
- * A map that forgets its oldest entry past `limit`: the sender's caches of decoded keys and of
- * bodies shared by many subscribers, bounded so a worker's memory is not the subscriber list's.
+ * Decoded keys kept, per generation of `Recent`: the desks that get most of a storm's webhooks,
+ * with room to spare.
  */
-class Recent<V> {
-  readonly #entries = new Map<string, V>();
-  constructor(readonly limit: number) {}
-
-  get(key: string, make: (key: string) => V): V {
-    const known = this.#entries.get(key);
-    if (known !== undefined) return known;
-    const made = make(key);
-    if (this.#entries.size >= this.limit) {
-      this.#entries.delete(this.#entries.keys().next().value!);
-    }
-    this.#entries.set(key, made);
-    return made;
-  }
-
-  get size(): number {
-    return this.#entries.size;
-  }
-}
-
-/** Decoded keys kept: the desks that get most of a storm's webhooks, with room to spare. */
-const SIGNING_KEYS_KEPT = 10_000;
-/** Bodies kept: a storm's events in both languages, as the checks commit them. */
-const BODIES_KEPT = 4096;
+const SIGNING_KEYS_KEPT = 5000;
+/** Bodies kept, per generation: a storm's events in both languages, as the checks commit them. */
+const BODIES_KEPT = 2048;
 
 function statusFailure(status: number, headers: Dispatcher.ResponseData['headers'], at: Date) {
   if (status === 410) {
