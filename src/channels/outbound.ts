@@ -103,7 +103,7 @@ export interface PostOptions {
  */
 export function postOnce(
   dispatcher: Dispatcher,
-  request: { origin: string; path: string; headers: Record<string, string>; body: string },
+  request: { origin: string; path: string; headers: Record<string, string>; body: string | Buffer },
   o: PostOptions,
 ): Promise<PostAnswer> {
   return new Promise((resolve, reject) => {
