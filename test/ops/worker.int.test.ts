@@ -32,6 +32,33 @@ async function health(worker: WorkerProcess): Promise<{ status: number; body: He
   return { status: res.status, body: JSON.parse(res.text) as HealthReport };
 }
 
+/** A describe block's pipeline harness, and the worker process one of its tests started. */
+interface WorkerPerTest {
+  h: PipelineHarness;
+  worker: WorkerProcess | undefined;
+}
+
+/**
+ * The harness made before the block's tests, and each test's worker stopped after it (then
+ * `afterEachTest`, with the harness).
+ */
+function workerPerTest(afterEachTest: (h: PipelineHarness) => void = () => {}): WorkerPerTest {
+  const s: Partial<WorkerPerTest> = {};
+  beforeAll(async () => {
+    s.h = await startPipelineHarness();
+  });
+  afterEach(async () => {
+    if (s.worker) await s.worker.stop('SIGTERM');
+    s.worker = undefined;
+    if (s.h) afterEachTest(s.h);
+  });
+  afterAll(async () => {
+    s.worker?.kill();
+    await s.h?.close();
+  });
+  return s as WorkerPerTest;
+}
+
 describe('qwn worker: health, metrics and shutdown on a working upstream', () => {
   let h: PipelineHarness;
   let worker: WorkerProcess | undefined;
@@ -125,29 +152,17 @@ describe('qwn worker: health, metrics and shutdown on a working upstream', () =>
 });
 
 describe('qwn worker when the upstream refuses it', () => {
-  let h: PipelineHarness;
-  let worker: WorkerProcess | undefined;
-
-  beforeAll(async () => {
-    h = await startPipelineHarness();
-  });
-  afterEach(async () => {
-    if (worker) await worker.stop('SIGTERM');
-    worker = undefined;
+  const s = workerPerTest((h) => {
     h.sim.clearFaults();
     h.sim.resetRequests();
   });
-  afterAll(async () => {
-    worker?.kill();
-    await h?.close();
-  });
 
   it('reports a refused key as unhealthy and does not call the list again', async () => {
-    h.sim.addFault({ kind: 'code', code: '401', operation: 'warningList' });
-    worker = await startWorkerProcess(workerEnv(h));
+    s.h.sim.addFault({ kind: 'code', code: '401', operation: 'warningList' });
+    s.worker = await startWorkerProcess(workerEnv(s.h));
 
     const unhealthy = await waitUntil('an unhealthy worker', async () => {
-      const r = await health(worker!);
+      const r = await health(s.worker!);
       return r.status === 503 ? r : null;
     });
     expect(unhealthy.body.status).toBe('unhealthy');
@@ -164,12 +179,12 @@ describe('qwn worker when the upstream refuses it', () => {
     const heldBack = (text: string) =>
       metric(text, 'qwn_upstream_calls_total', { operation: 'warningList', outcome: 'held_back' });
     await waitUntil('three held-back cycles', async () => {
-      return (heldBack((await worker!.get('/metrics')).text) ?? 0) >= 3;
+      return (heldBack((await s.worker!.get('/metrics')).text) ?? 0) >= 3;
     });
     await new Promise((r) => setTimeout(r, 2000));
-    expect(h.sim.requests().byOperation.warningList).toBe(1);
+    expect(s.h.sim.requests().byOperation.warningList).toBe(1);
 
-    const text = (await worker.get('/metrics')).text;
+    const text = (await s.worker.get('/metrics')).text;
     expect(
       metric(text, 'qwn_upstream_calls_total', { operation: 'warningList', outcome: 'auth_error' }),
     ).toBe(1);
@@ -178,12 +193,12 @@ describe('qwn worker when the upstream refuses it', () => {
   });
 
   it('reports a retired endpoint as unhealthy with the v1 hint (v7 pinned)', async () => {
-    h.sim.addFault({ kind: 'deprecated', operation: 'warningList' });
+    s.h.sim.addFault({ kind: 'deprecated', operation: 'warningList' });
     // Under the default (auto) the worker would follow QWeather to v1 instead.
-    worker = await startWorkerProcess(workerEnv(h, { QWEATHER_ALERT_SOURCE: 'v7' }));
+    s.worker = await startWorkerProcess(workerEnv(s.h, { QWEATHER_ALERT_SOURCE: 'v7' }));
 
     const unhealthy = await waitUntil('an unhealthy worker', async () => {
-      const r = await health(worker!);
+      const r = await health(s.worker!);
       return r.status === 503 ? r : null;
     });
     expect(unhealthy.body.checks.upstream).toMatchObject({
@@ -192,38 +207,29 @@ describe('qwn worker when the upstream refuses it', () => {
       reason: expect.stringContaining('QWEATHER_ALERT_SOURCE=v1') as unknown,
     });
     await new Promise((r) => setTimeout(r, 3000));
-    expect(h.sim.requests().byOperation.warningList).toBe(1);
+    expect(s.h.sim.requests().byOperation.warningList).toBe(1);
   });
 });
 
 describe('qwn worker: a heap too small for a storm', () => {
   const WARNING = 'heap too small for a national storm: give the worker 1 GiB';
-  let h: PipelineHarness;
-  let worker: WorkerProcess | undefined;
-
-  beforeAll(async () => {
-    h = await startPipelineHarness();
-  });
-  afterEach(async () => {
-    if (worker) await worker.stop('SIGTERM');
-    worker = undefined;
-  });
-  afterAll(async () => {
-    worker?.kill();
-    await h?.close();
-  });
+  const s = workerPerTest();
 
   it('warns once at start when its heap is capped below what a storm needs', async () => {
-    worker = await startWorkerProcess(workerEnv(h, { NODE_OPTIONS: '--max-old-space-size=200' }));
-    await worker.waitForLine((l) => l.msg === 'worker started');
-    const warnings = worker.lines.filter((l) => l.msg === WARNING);
+    s.worker = await startWorkerProcess(
+      workerEnv(s.h, { NODE_OPTIONS: '--max-old-space-size=200' }),
+    );
+    await s.worker.waitForLine((l) => l.msg === 'worker started');
+    const warnings = s.worker.lines.filter((l) => l.msg === WARNING);
     expect(warnings).toEqual([expect.objectContaining({ level: 40, advisedHeapMib: 480 })]);
     expect(Number(warnings[0]!.heapLimitMib)).toBeLessThan(480);
   });
 
   it('says nothing with a heap of 1 GiB', async () => {
-    worker = await startWorkerProcess(workerEnv(h, { NODE_OPTIONS: '--max-old-space-size=1024' }));
-    await worker.waitForLine((l) => l.msg === 'worker started');
-    expect(worker.lines.filter((l) => l.msg === WARNING)).toEqual([]);
+    s.worker = await startWorkerProcess(
+      workerEnv(s.h, { NODE_OPTIONS: '--max-old-space-size=1024' }),
+    );
+    await s.worker.waitForLine((l) => l.msg === 'worker started');
+    expect(s.worker.lines.filter((l) => l.msg === WARNING)).toEqual([]);
   });
 });
